@@ -1,0 +1,19 @@
+//! agentd's protocol crate: the event log's types and the pure logic built on them.
+//!
+//! Owns the event envelope and payloads (`../shared/DESIGN.md` §4), the model-facing
+//! message shape (OpenAI Chat Completions), [`derive_messages`] and [`BlockAssembler`].
+//! It must not do IO: no tokio, no HTTP, no database. Everything here is table-tested.
+
+mod assemble;
+mod chunk;
+mod derive;
+mod event;
+mod message;
+
+pub use assemble::{Assembled, BlockAssembler};
+pub use chunk::{Chunk, ErrorInfo, Finish, FinishKind, Usage};
+pub use derive::{NOT_EXECUTED, derive_messages};
+pub use event::{
+    Event, EventData, ProviderRetry, ToolResult, ToolStart, TurnEnd, TurnEndKind, format_time,
+};
+pub use message::{FunctionCall, Message, ToolCall, ToolSpec};

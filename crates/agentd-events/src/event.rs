@@ -165,6 +165,35 @@ impl TurnEndKind {
     }
 }
 
+/// Serialises an envelope from its parts, exactly as [`Event`] would serialise, without
+/// cloning `data`: `{"seq","session_id","turn_id","at","type","data"}` on one line.
+pub fn envelope_json(
+    seq: u64,
+    session_id: Uuid,
+    turn_id: Uuid,
+    at: &DateTime<Utc>,
+    data: &EventData,
+) -> String {
+    #[derive(Serialize)]
+    struct Envelope<'a> {
+        seq: u64,
+        session_id: Uuid,
+        turn_id: Uuid,
+        at: String,
+        #[serde(flatten)]
+        data: &'a EventData,
+    }
+    let envelope = Envelope {
+        seq,
+        session_id,
+        turn_id,
+        at: format_time(at),
+        data,
+    };
+    // Serialising these types cannot fail: every map key is a string.
+    serde_json::to_string(&envelope).unwrap_or_default()
+}
+
 /// Formats a timestamp the way events carry it: RFC 3339, UTC, milliseconds, `Z`.
 pub fn format_time(at: &DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -205,8 +234,13 @@ mod tests {
                 "data": {"type": "text", "content": "hi"}
             })
         );
-        let back: Event = serde_json::from_value(value).unwrap();
+        let back: Event = serde_json::from_value(value.clone()).unwrap();
         assert_eq!(back.data, event.data);
+        let built = envelope_json(7, Uuid::nil(), Uuid::nil(), &event.at, &event.data);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&built).unwrap(),
+            value
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub use assemble::{Assembled, BlockAssembler};
 pub use chunk::{Chunk, ErrorInfo, Finish, FinishKind, Usage};
 pub use derive::{NOT_EXECUTED, derive_messages};
 pub use event::{
-    Event, EventData, ProviderRetry, ToolResult, ToolStart, TurnEnd, TurnEndKind, format_time,
+    Event, EventData, ProviderRetry, ToolResult, ToolStart, TurnEnd, TurnEndKind, envelope_json,
+    format_time,
 };
 pub use message::{FunctionCall, Message, ToolCall, ToolSpec};

@@ -1,0 +1,52 @@
+//! The conformance suite on a fresh SQLite file per test.
+
+use agentd_store::SqliteStore;
+use tempfile::TempDir;
+
+use crate::conformance;
+
+async fn store() -> (TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("agentd.db").display());
+    (dir, SqliteStore::open(&url).await.unwrap())
+}
+
+macro_rules! sqlite_suite {
+    ($($name:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let (_dir, store) = store().await;
+            conformance::$name(&store).await;
+        }
+    )*};
+}
+
+sqlite_suite!(
+    session_is_created_listed_and_deleted,
+    seq_rises_by_one_per_event_without_gaps,
+    only_one_turn_runs_per_session,
+    concurrent_begins_start_exactly_one_turn,
+    appending_to_a_turn_that_is_not_running_is_refused,
+    ending_a_turn_records_kind_usage_and_frees_the_session,
+    idempotency_key_returns_the_same_turn,
+    load_after_returns_exactly_the_later_events,
+    conversation_skips_chunks,
+    running_turns_lists_unfinished_turns,
+    unknown_ids_are_not_found,
+);
+
+#[tokio::test]
+async fn events_survive_reopening_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("agentd.db").display());
+    let (session_id, before) = {
+        let store = SqliteStore::open(&url).await.unwrap();
+        let session_id = conformance::session_with_finished_turn(&store).await;
+        (
+            session_id,
+            conformance::all_events(&store, session_id).await,
+        )
+    };
+    let store = SqliteStore::open(&url).await.unwrap();
+    assert_eq!(conformance::all_events(&store, session_id).await, before);
+}

@@ -1,0 +1,280 @@
+//! The turn loop (DESIGN.md §1): ask the model, store and publish every chunk, run the tools
+//! it calls, repeat until it answers without a tool call.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use agentd_events::{
+    Assembled, BlockAssembler, Chunk, ErrorInfo, Event, EventData, FinishKind, Message, ToolCall,
+    ToolResult, ToolStart, TurnEnd, TurnEndKind, Usage, derive_messages,
+};
+use agentd_provider::{ModelRequest, ProviderEvent};
+use agentd_store::Session;
+use agentd_tools::{ToolContext, ToolOutput};
+use chrono::Utc;
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::Inner;
+use crate::control::TurnControl;
+use crate::error::Result;
+
+/// Text of the result given to calls that never ran because the turn was stopped.
+const SKIPPED: &str = "error: not executed: the turn was stopped before this call ran";
+
+/// One running turn: what the loop needs, and the conversation so far.
+pub(crate) struct TurnRun {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) session: Session,
+    pub(crate) turn_id: Uuid,
+    pub(crate) control: Arc<TurnControl>,
+    /// The message-bearing events of the session, this turn's included: read once when the
+    /// turn starts, then grown as the turn appends, so no step re-reads the log.
+    pub(crate) history: Vec<Event>,
+    pub(crate) usage: Usage,
+}
+
+impl TurnRun {
+    /// Runs the turn to its end and stores its `turn/end`. Never panics; a store failure is
+    /// logged (the turn is then closed as `interrupted` at the next start-up).
+    pub(crate) async fn run(mut self) {
+        let end = match self.steps().await {
+            Ok(kind_and_error) => kind_and_error,
+            Err(error) => {
+                tracing::error!(session = %self.session.id, turn = %self.turn_id, %error, "turn failed");
+                (
+                    TurnEndKind::Error,
+                    Some(ErrorInfo::new("internal_error", error.to_string())),
+                )
+            }
+        };
+        let (kind, error) = self.control.stopped_kind().map_or(end, |kind| (kind, None));
+        let end = TurnEnd {
+            kind,
+            error,
+            usage: self.usage,
+        };
+        match self
+            .inner
+            .store
+            .end_turn(self.session.id, self.turn_id, &end)
+            .await
+        {
+            Ok(event) => self.inner.bus.publish(self.session.id, &[Arc::new(event)]),
+            Err(error) => {
+                tracing::error!(session = %self.session.id, turn = %self.turn_id, %error, "could not end turn");
+            }
+        }
+    }
+
+    async fn steps(&mut self) -> Result<(TurnEndKind, Option<ErrorInfo>)> {
+        let config = &self.inner.config;
+        let max_steps = self.session.max_steps.unwrap_or(config.max_steps);
+        let system = self
+            .session
+            .system
+            .clone()
+            .or_else(|| config.system_prompt.clone());
+        let model = self
+            .session
+            .model
+            .clone()
+            .unwrap_or_else(|| config.model.clone());
+        let tools = self.inner.tools.specs(self.session.tools.as_deref());
+        let workspace = self.inner.workspaces.ensure(self.session.id).await?;
+        self.history = self.inner.store.load_conversation(self.session.id).await?;
+        let cancel = self.control.token();
+        for _ in 0..max_steps {
+            let request = ModelRequest {
+                model: model.clone(),
+                messages: derive_messages(system.as_deref(), &self.history),
+                tools: tools.clone(),
+            };
+            let Some(Assembled { message, finish }) = self.ask(request, &cancel).await? else {
+                return Ok((TurnEndKind::Cancelled, None));
+            };
+            if let Some(usage) = &finish.usage {
+                self.usage.add(usage);
+            }
+            let calls = match &message {
+                Message::Assistant { tool_calls, .. } => tool_calls.clone(),
+                _ => Vec::new(),
+            };
+            self.append(vec![EventData::AssistantMessage { message }])
+                .await?;
+            match finish.kind {
+                FinishKind::Error => return Ok((TurnEndKind::Error, finish.error)),
+                FinishKind::MaxTokens => return Ok((TurnEndKind::MaxTokens, None)),
+                FinishKind::Completed | FinishKind::ToolCalls if calls.is_empty() => {
+                    return Ok((TurnEndKind::Completed, None));
+                }
+                FinishKind::Completed | FinishKind::ToolCalls => {}
+            }
+            self.run_tools(&calls, &workspace, &cancel).await?;
+            if cancel.is_cancelled() {
+                return Ok((TurnEndKind::Cancelled, None));
+            }
+        }
+        Ok((TurnEndKind::MaxSteps, None))
+    }
+
+    /// Streams one model response into the log. `None` when the turn was stopped meanwhile
+    /// (what streamed so far is stored as the assistant message).
+    async fn ask(
+        &mut self,
+        request: ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Assembled>> {
+        let mut stream = self.inner.provider.stream(request);
+        let mut assembler = BlockAssembler::new();
+        loop {
+            let item = tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    drop(stream);
+                    let partial = assembler.finish();
+                    if has_content(&partial.message) {
+                        self.append(vec![EventData::AssistantMessage { message: partial.message }]).await?;
+                    }
+                    return Ok(None);
+                }
+                item = stream.next() => item,
+            };
+            match item {
+                Some(ProviderEvent::Chunk(chunk)) => {
+                    let last = matches!(chunk, Chunk::Finish(_));
+                    assembler.push(&chunk);
+                    self.append(vec![EventData::AssistantChunk(chunk)]).await?;
+                    if last {
+                        break;
+                    }
+                }
+                Some(ProviderEvent::Retry(retry)) => {
+                    self.append(vec![EventData::ProviderRetry(retry)]).await?;
+                }
+                None => break,
+            }
+        }
+        Ok(Some(assembler.finish()))
+    }
+
+    async fn run_tools(
+        &mut self,
+        calls: &[ToolCall],
+        workspace: &std::path::Path,
+        cancel: &CancellationToken,
+    ) -> Result<()> {
+        for call in calls {
+            let start = ToolStart {
+                call_id: call.id.clone(),
+                name: call.function.name.clone(),
+                arguments: call.function.arguments.clone(),
+            };
+            if cancel.is_cancelled() {
+                let output = ToolOutput::error(SKIPPED);
+                self.append(vec![result_event(&start, output, 0)]).await?;
+                continue;
+            }
+            self.append(vec![EventData::ToolStart(start.clone())])
+                .await?;
+            let started = Instant::now();
+            let ctx = ToolContext {
+                workspace: workspace.to_path_buf(),
+                call_id: call.id.clone(),
+                cancel: cancel.child_token(),
+            };
+            let output = self.call_tool(&start, &ctx).await;
+            let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            self.append(vec![result_event(&start, output, duration_ms)])
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Runs one call; every failure is an error output the model reads.
+    async fn call_tool(&self, start: &ToolStart, ctx: &ToolContext) -> ToolOutput {
+        let enabled = self
+            .session
+            .tools
+            .as_ref()
+            .is_none_or(|names| names.contains(&start.name));
+        let Some(tool) = self.inner.tools.get(&start.name).filter(|_| enabled) else {
+            let offered: Vec<String> = self
+                .inner
+                .tools
+                .specs(self.session.tools.as_deref())
+                .into_iter()
+                .map(|spec| spec.name)
+                .collect();
+            return ToolOutput::error(format!(
+                "error: unknown tool {:?}; the tools are: {}",
+                start.name,
+                offered.join(", ")
+            ));
+        };
+        let raw = start.arguments.trim();
+        let arguments = if raw.is_empty() {
+            serde_json::Value::Object(serde_json::Map::new())
+        } else {
+            match serde_json::from_str(raw) {
+                Ok(value) => value,
+                Err(error) => {
+                    return ToolOutput::error(format!(
+                        "error: arguments are not valid JSON: {error}; send one JSON object"
+                    ));
+                }
+            }
+        };
+        tool.call(ctx, arguments).await
+    }
+
+    /// Stores events of this turn, publishes them, and keeps the message-bearing ones.
+    async fn append(&mut self, data: Vec<EventData>) -> Result<()> {
+        let stored = self
+            .inner
+            .store
+            .append(self.session.id, self.turn_id, &data)
+            .await?;
+        let stored: Vec<_> = stored.into_iter().map(Arc::new).collect();
+        self.inner.bus.publish(self.session.id, &stored);
+        for (event, data) in stored.iter().zip(data) {
+            if matches!(
+                data,
+                EventData::AssistantMessage { .. } | EventData::ToolResult(_)
+            ) {
+                self.history.push(Event {
+                    seq: event.seq,
+                    session_id: self.session.id,
+                    turn_id: self.turn_id,
+                    at: Utc::now(),
+                    data,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn result_event(start: &ToolStart, output: ToolOutput, duration_ms: u64) -> EventData {
+    EventData::ToolResult(ToolResult {
+        call_id: start.call_id.clone(),
+        name: start.name.clone(),
+        text: output.text,
+        is_error: output.is_error,
+        exit_code: output.exit_code,
+        truncated: output.truncated,
+        duration_ms,
+    })
+}
+
+fn has_content(message: &Message) -> bool {
+    match message {
+        Message::Assistant {
+            content,
+            tool_calls,
+            reasoning_content,
+        } => !content.is_empty() || !tool_calls.is_empty() || reasoning_content.is_some(),
+        _ => false,
+    }
+}

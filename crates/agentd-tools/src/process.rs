@@ -1,0 +1,196 @@
+//! Runs one tool process to its end and makes sure nothing it started outlives the call
+//! (DESIGN.md invariant 9).
+//!
+//! Owns spawning (stdin from `/dev/null`, stdout and stderr into one pipe, its own process
+//! group, an environment of exactly [`CommandSpec::env`]), reading that pipe into a
+//! [`CappedOutput`] without blocking the runtime, the timeout, cancellation, killing the
+//! whole process group with SIGKILL and reaping the child. It knows nothing of bash or of
+//! how the result is shown to the model.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
+use tokio::time::{Instant, timeout, timeout_at};
+use tokio_util::sync::CancellationToken;
+
+use crate::command::CommandSpec;
+use crate::output::{CappedOutput, Captured};
+
+/// How long output is still read after the process exits, while something it left behind
+/// (`sleep 300 &`) holds the pipe open, before the group is killed: 100 ms.
+pub const EXIT_GRACE: Duration = Duration::from_millis(100);
+
+/// After the group is killed, how long to wait for the pipe to close. Only a process that
+/// left the group (`setsid`) can hold it open longer; it is then abandoned.
+const DRAIN_LIMIT: Duration = Duration::from_millis(100);
+
+/// How long to wait for a killed leader to be reaped; after that tokio reaps it later.
+const REAP_LIMIT: Duration = Duration::from_secs(1);
+
+/// Bytes read from the pipe at a time.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// The limits of one run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Wall time until the group is killed.
+    pub(crate) timeout: Duration,
+    /// Bytes of output kept (head and tail halves).
+    pub(crate) output_cap: usize,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// The process exited (or was killed by a signal not of ours) with this status.
+    Exited(ExitStatus),
+    /// [`Limits::timeout`] passed; the group was killed.
+    TimedOut,
+    /// The cancel token fired; the group was killed.
+    Cancelled,
+}
+
+/// The result of a run; by the time it exists, the whole process group has been killed.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    /// How it ended.
+    pub(crate) ending: Ending,
+    /// Its stdout and stderr, interleaved in the order written, capped.
+    pub(crate) output: Captured,
+}
+
+/// Starts `spec` and waits for it to exit, time out or be cancelled; then kills its
+/// process group and returns the capped output. An error means it could not be started
+/// or its output could not be read; the group is killed then too.
+pub(crate) async fn run(
+    spec: &CommandSpec,
+    limits: Limits,
+    cancel: &CancellationToken,
+) -> io::Result<Finished> {
+    let (writer, mut reader) = pipe::pipe()?;
+    let (mut child, mut group) = spawn(spec, writer.into_blocking_fd()?)?;
+    let mut output = CappedOutput::new(limits.output_cap);
+    let mut buf = vec![0; READ_CHUNK];
+    let mut eof = false;
+    let deadline = Instant::now() + limits.timeout;
+    // Biased: a command flooding the pipe must not starve the timeout or the cancel.
+    let ending = loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break Ending::Cancelled,
+            () = tokio::time::sleep_until(deadline) => break Ending::TimedOut,
+            status = child.wait() => break Ending::Exited(status?),
+            read = reader.read(&mut buf), if !eof => eof = keep(read, &buf, &mut output)?,
+        }
+    };
+    if matches!(ending, Ending::Exited(_)) && !eof {
+        let grace_end = Instant::now() + EXIT_GRACE;
+        eof = read_until(&mut reader, &mut buf, &mut output, grace_end).await?;
+    }
+    // Always, also after a clean exit: whatever the command left behind dies with the call.
+    // The leader may be reaped already, but its pid stays reserved while any process is
+    // left in its group; an empty group just gives ESRCH (hitting a stranger would need
+    // the pid to be reused within the grace, i.e. all pids to wrap around).
+    group.kill();
+    if !eof {
+        read_until(
+            &mut reader,
+            &mut buf,
+            &mut output,
+            Instant::now() + DRAIN_LIMIT,
+        )
+        .await?;
+    }
+    if !matches!(ending, Ending::Exited(_)) && timeout(REAP_LIMIT, child.wait()).await.is_err() {
+        tracing::warn!(pid = ?child.id(), "killed tool process not reaped in time; tokio reaps it later");
+    }
+    Ok(Finished {
+        ending,
+        output: output.finish(),
+    })
+}
+
+/// Starts `spec` in its own process group with `stdout` as both stdout and stderr. The
+/// returned guard kills the group when dropped, so a dropped call future kills it too.
+fn spawn(spec: &CommandSpec, stdout: OwnedFd) -> io::Result<(Child, GroupGuard)> {
+    let stderr = stdout.try_clone()?;
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(key, value)| (key, value)))
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0)
+        .kill_on_drop(true);
+    let child = command.spawn()?;
+    // `command` still holds our copies of the pipe's write end; they close when it drops at
+    // the end of this function, so the pipe reaches EOF once the process group lets go.
+    let pid = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .ok_or_else(|| io::Error::other("spawned process has no pid"))?;
+    Ok((child, GroupGuard(Some(Pid::from_raw(pid)))))
+}
+
+/// Adds one read's bytes to `output`; `Ok(true)` at EOF.
+fn keep(read: io::Result<usize>, buf: &[u8], output: &mut CappedOutput) -> io::Result<bool> {
+    match read {
+        Ok(0) => Ok(true),
+        Ok(n) => {
+            output.push(&buf[..n]);
+            Ok(false)
+        }
+        Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// Reads into `output` until EOF (`Ok(true)`) or `deadline` (`Ok(false)`).
+async fn read_until(
+    reader: &mut pipe::Receiver,
+    buf: &mut [u8],
+    output: &mut CappedOutput,
+    deadline: Instant,
+) -> io::Result<bool> {
+    loop {
+        let Ok(read) = timeout_at(deadline, reader.read(buf)).await else {
+            return Ok(false);
+        };
+        if keep(read, buf, output)? {
+            return Ok(true);
+        }
+    }
+}
+
+/// The process group of a started tool process, killed with SIGKILL once: explicitly, or
+/// on drop if the run stops early (an error, or the call future dropped).
+#[derive(Debug)]
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    /// Kills every process in the group; a group already empty is fine.
+    fn kill(&mut self) {
+        let Some(pgid) = self.0.take() else { return };
+        match killpg(pgid, Signal::SIGKILL) {
+            Ok(()) | Err(Errno::ESRCH) => {}
+            Err(err) => tracing::warn!(%pgid, %err, "could not kill tool process group"),
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

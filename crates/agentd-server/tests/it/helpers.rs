@@ -108,6 +108,24 @@ impl TestApp {
         self.dir.clone()
     }
 
+    /// `GET path` and its JSON body, whatever the status.
+    pub async fn get_json(&self, path: &str) -> Value {
+        let response = self.client.get(self.url(path)).send().await.unwrap();
+        response.json().await.unwrap()
+    }
+
+    /// `POST path` with a JSON body, and the JSON answer, whatever the status.
+    pub async fn post_json(&self, path: &str, body: &Value) -> Value {
+        let response = self
+            .client
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        response.json().await.unwrap()
+    }
+
     /// Creates a session with `body` and returns its id.
     pub async fn create_session(&self, body: Value) -> String {
         let response = self
@@ -160,15 +178,7 @@ impl TestApp {
     /// Waits until the session is idle (its turn ended), bounded.
     pub async fn wait_idle(&self, session: &str) -> Value {
         for _ in 0..500 {
-            let session: Value = self
-                .client
-                .get(self.url(&format!("/sessions/{session}")))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let session = self.get_json(&format!("/sessions/{session}")).await;
             if session["status"] == "idle" {
                 return session;
             }

@@ -35,15 +35,7 @@ async fn a_session_is_created_read_listed_and_deleted() {
     ] {
         assert_eq!(created[field], value, "{field}");
     }
-    let read: Value = app
-        .client
-        .get(app.url(&location))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let read: Value = app.get_json(&location).await;
     assert_eq!(read, created);
 
     // An empty POST creates a session with defaults.
@@ -51,27 +43,13 @@ async fn a_session_is_created_read_listed_and_deleted() {
     assert_eq!(bare.status(), 201);
     let bare: Value = bare.json().await.unwrap();
 
-    let list: Value = app
-        .client
-        .get(app.url("/sessions?limit=1"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = app.get_json("/sessions?limit=1").await;
     assert_eq!(list["sessions"].as_array().unwrap().len(), 1);
     assert_eq!(list["sessions"][0]["id"], bare["id"]);
     let next = list["next_before"].as_str().unwrap();
     let page: Value = app
-        .client
-        .get(app.url(&format!("/sessions?limit=1&before={next}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/sessions?limit=1&before={next}"))
+        .await;
     assert_eq!(page["sessions"][0]["id"], json!(id));
 
     let deleted = app.client.delete(app.url(&location)).send().await.unwrap();
@@ -254,15 +232,7 @@ async fn bad_requests_get_json_errors() {
 #[tokio::test]
 async fn health_and_openapi_answer() {
     let app = spawn_app(vec![]).await;
-    let health: Value = app
-        .client
-        .get(app.url("/healthz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health: Value = app.get_json("/healthz").await;
     assert_eq!(health["status"], json!("ok"));
     let ready = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(ready.status(), 200);

@@ -107,15 +107,7 @@ async fn a_turn_runs_bash_in_the_workspace_and_streams_every_step() {
     let workspace = app.dir.path().join("workspaces").join(&session);
     assert!(workspace.join("one.txt").exists());
 
-    let session_json: Value = app
-        .client
-        .get(app.url(&format!("/sessions/{session}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session_json: Value = app.get_json(&format!("/sessions/{session}")).await;
     assert_eq!(session_json["status"], json!("idle"));
     assert_eq!(session_json["last_seq"], json!(11));
     assert_eq!(session_json["usage"]["input_tokens"], json!(30));
@@ -139,30 +131,14 @@ async fn posting_without_event_stream_returns_202_with_the_turn() {
     assert_eq!(location, format!("/sessions/{session}/turns/{turn_id}"));
     assert_eq!(turn["first_seq"], json!(1));
     app.wait_idle(&session).await;
-    let turn: Value = app
-        .client
-        .get(app.url(&location))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let turn: Value = app.get_json(&location).await;
     assert_eq!(turn["status"], json!("ended"));
     assert_eq!(turn["end_kind"], json!("completed"));
     assert_eq!(
         (turn["first_seq"].clone(), turn["last_seq"].clone()),
         (json!(1), json!(5))
     );
-    let turns: Value = app
-        .client
-        .get(app.url(&format!("/sessions/{session}/turns")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let turns: Value = app.get_json(&format!("/sessions/{session}/turns")).await;
     assert_eq!(turns["turns"][0]["id"], json!(turn_id));
 }
 
@@ -230,15 +206,7 @@ async fn max_tokens_finish_never_runs_tools() {
             .exists()
     );
     // The next request is valid: the cut call is answered and its arguments are JSON.
-    let messages: Value = app
-        .client
-        .get(app.url(&format!("/sessions/{session}/messages")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let messages: Value = app.get_json(&format!("/sessions/{session}/messages")).await;
     assert_eq!(
         messages["messages"],
         json!([
@@ -271,14 +239,8 @@ async fn a_failed_model_request_ends_the_turn_with_status_and_message() {
     );
     let turn_id = seen[0].data["turn_id"].as_str().unwrap();
     let turn: Value = app
-        .client
-        .get(app.url(&format!("/sessions/{session}/turns/{turn_id}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/sessions/{session}/turns/{turn_id}"))
+        .await;
     assert_eq!(turn["end_kind"], json!("error"));
     assert_eq!(turn["error"]["status"], json!(429));
 }
@@ -363,15 +325,11 @@ async fn cancel_ends_a_streaming_turn_as_cancelled() {
     .await;
     let session = app.create_session(json!({})).await;
     let turn: Value = app
-        .client
-        .post(app.url(&format!("/sessions/{session}/turns")))
-        .json(&json!({"content": "talk"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .post_json(
+            &format!("/sessions/{session}/turns"),
+            &json!({"content": "talk"}),
+        )
+        .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let turn_id = turn["id"].as_str().unwrap();
     let cancel = app
@@ -404,15 +362,11 @@ async fn cancel_kills_a_running_tool() {
     .await;
     let session = app.create_session(json!({})).await;
     let turn: Value = app
-        .client
-        .post(app.url(&format!("/sessions/{session}/turns")))
-        .json(&json!({"content": "sleep"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .post_json(
+            &format!("/sessions/{session}/turns"),
+            &json!({"content": "sleep"}),
+        )
+        .await;
     let turn_id = turn["id"].as_str().unwrap().to_owned();
     // Wait for the tool to start.
     for _ in 0..200 {

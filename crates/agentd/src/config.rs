@@ -1,0 +1,88 @@
+//! `agentd serve` configuration: flags, each also read from an `AGENTD_*` variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+/// Defaults point at DeepSeek; any OpenAI-compatible server works (OpenAI, vLLM, llama.cpp,
+/// Ollama's `/v1`).
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "AGENTD_ADDR", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+
+    /// Folder for the database and the session workspaces (created if missing).
+    #[arg(long, env = "AGENTD_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// Database URL; default `sqlite://<data dir>/agentd.db` (created if missing).
+    #[arg(long, env = "AGENTD_DATABASE_URL")]
+    pub database_url: Option<String>,
+
+    /// Base URL of the OpenAI-compatible API (`…/v1`); requests go to `{base}/chat/completions`.
+    #[arg(
+        long,
+        env = "AGENTD_BASE_URL",
+        default_value = "https://api.deepseek.com/v1"
+    )]
+    pub base_url: String,
+
+    /// API key; else `DEEPSEEK_API_KEY`, else `OPENAI_API_KEY`; none for local servers.
+    #[arg(long, env = "AGENTD_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+
+    /// Model for sessions that name none.
+    #[arg(long, env = "AGENTD_MODEL", default_value = "deepseek-chat")]
+    pub model: String,
+
+    /// System prompt for sessions that set none.
+    #[arg(long, env = "AGENTD_SYSTEM_PROMPT")]
+    pub system_prompt: Option<String>,
+
+    /// Model requests per turn at most.
+    #[arg(long, env = "AGENTD_MAX_STEPS", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: u32,
+
+    /// Wall-clock limit of one tool call, in seconds.
+    #[arg(long, env = "AGENTD_TOOL_TIMEOUT_SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    pub tool_timeout_secs: u64,
+
+    /// On SIGTERM/Ctrl-C, how long running turns may go on before they end `interrupted`, in seconds.
+    #[arg(long, env = "AGENTD_SHUTDOWN_GRACE_SECS", default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
+}
+
+impl ServeArgs {
+    /// The database URL to open.
+    pub fn database_url(&self) -> String {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("agentd.db").display()))
+    }
+
+    /// The API key from the flag or the first of the usual variables that is set and non-empty.
+    pub fn api_key(&self) -> Option<String> {
+        self.api_key
+            .clone()
+            .into_iter()
+            .chain(
+                ["DEEPSEEK_API_KEY", "OPENAI_API_KEY"]
+                    .iter()
+                    .filter_map(|name| std::env::var(name).ok()),
+            )
+            .find(|key| !key.trim().is_empty())
+    }
+
+    /// The tool timeout.
+    pub fn tool_timeout(&self) -> Duration {
+        Duration::from_secs(self.tool_timeout_secs)
+    }
+
+    /// The shutdown grace period.
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
+}

@@ -1,0 +1,133 @@
+//! The `agentd` binary: reads configuration, picks the concrete store, provider and tools,
+//! and serves the API until SIGTERM or Ctrl-C.
+
+mod config;
+
+use std::sync::Arc;
+
+use agentd_engine::{Engine, EngineConfig};
+use agentd_provider::{OpenAiConfig, OpenAiProvider};
+use agentd_server::AppState;
+use agentd_store::SqliteStore;
+use agentd_tools::{BashConfig, Workspaces, default_toolbox};
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+use config::ServeArgs;
+
+/// agentd: a self-hosted HTTP server that runs tool-using LLM agents.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the HTTP API.
+    Serve(ServeArgs),
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+    match Cli::parse().command {
+        Command::Serve(args) => serve(args).await,
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let url = args.database_url();
+    if !url.starts_with("sqlite:") {
+        bail!("AGENTD_DATABASE_URL must be a sqlite:// URL (Postgres support is not built yet)");
+    }
+    tokio::fs::create_dir_all(&args.data_dir)
+        .await
+        .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
+    let store = SqliteStore::open(&url)
+        .await
+        .with_context(|| format!("opening database {url}"))?;
+    let provider = OpenAiProvider::new(OpenAiConfig {
+        api_key: args.api_key(),
+        ..OpenAiConfig::new(args.base_url.clone())
+    })
+    .context("configuring the model provider")?;
+    let tools = default_toolbox(BashConfig {
+        timeout: args.tool_timeout(),
+        ..BashConfig::default()
+    });
+    let engine = Engine::new(
+        Arc::new(store),
+        Arc::new(provider),
+        tools,
+        Workspaces::new(args.data_dir.join("workspaces")),
+        EngineConfig {
+            model: args.model.clone(),
+            system_prompt: args.system_prompt.clone(),
+            max_steps: args.max_steps,
+        },
+    );
+    let recovered = engine
+        .recover()
+        .await
+        .context("closing interrupted turns")?;
+    if recovered > 0 {
+        tracing::warn!(
+            turns = recovered,
+            "closed turns left running by the previous process as interrupted"
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("binding {}", args.addr))?;
+    tracing::info!(
+        addr = %listener.local_addr()?,
+        base_url = %args.base_url,
+        model = %args.model,
+        database = %url,
+        "agentd listening"
+    );
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    let state = AppState::new(engine.clone(), shutdown.clone());
+    let drain = async {
+        shutdown.cancelled().await;
+        tracing::info!("shutting down: no new turns; running turns get the grace period");
+        engine.shutdown(args.shutdown_grace()).await;
+    };
+    let (served, ()) = tokio::join!(agentd_server::serve(listener, state), drain);
+    served.context("serving")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Cancels `shutdown` on SIGTERM or Ctrl-C (SIGINT).
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        () = terminate => {}
+    }
+    shutdown.cancel();
+}

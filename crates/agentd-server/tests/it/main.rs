@@ -6,5 +6,6 @@
 
 mod events;
 mod helpers;
+mod recovery;
 mod sessions;
 mod turns;

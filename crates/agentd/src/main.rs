@@ -3,6 +3,7 @@
 
 mod config;
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 use agentd_engine::{Engine, EngineConfig};
@@ -37,6 +38,8 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,

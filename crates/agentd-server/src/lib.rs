@@ -6,21 +6,25 @@
 
 mod error;
 mod extract;
+mod perimeter;
 mod routes;
 mod sse;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentd_engine::Engine;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
+use axum::http::{Request, StatusCode};
+use axum::middleware;
 use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
 
 pub use error::AppError;
+pub use perimeter::Perimeter;
 
 /// Largest accepted request body, in bytes (1 MiB).
 pub const BODY_LIMIT: usize = 1 << 20;
@@ -34,15 +38,22 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// How long an SSE stream may stay silent before a `: keep-alive` comment (15 s).
     pub keep_alive: Duration,
+    /// Who may call: token, `Host` and `Origin` rules.
+    pub perimeter: Arc<Perimeter>,
+    /// The tool sandbox in force (`bwrap`, `landlock`, `none`), reported by `/healthz`.
+    pub sandbox: Arc<str>,
 }
 
 impl AppState {
-    /// State with the default keep-alive interval (15 s).
+    /// State with the default keep-alive interval (15 s), no token, no CORS origins, any
+    /// `Host`, sandbox reported as `none`. Set the fields to change them.
     pub fn new(engine: Engine, shutdown: CancellationToken) -> Self {
         Self {
             engine,
             shutdown,
             keep_alive: Duration::from_secs(15),
+            perimeter: Arc::new(Perimeter::default()),
+            sandbox: Arc::from("none"),
         }
     }
 }
@@ -57,7 +68,15 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(TraceLayer::new_for_http())
+        .layer(middleware::from_fn_with_state(state.clone(), perimeter::require_token))
+        .layer(state.perimeter.cors())
+        .layer(middleware::from_fn_with_state(state.clone(), perimeter::guard_origin))
+        .layer(
+            // The span names the path only: the query may carry `access_token`.
+            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                tracing::info_span!("request", method = %request.method(), path = %request.uri().path())
+            }),
+        )
         .with_state(state)
 }
 

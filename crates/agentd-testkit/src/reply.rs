@@ -69,7 +69,13 @@ impl Reply {
 
     /// Several calls in one message (parallel tool calls), each split in two fragments.
     pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Self {
+        Self::text_and_tool_calls(&[], calls)
+    }
+
+    /// Text chunks first, then tool calls, in one message (finishing `tool_calls`).
+    pub fn text_and_tool_calls(pieces: &[&str], calls: &[(&str, &str, Value)]) -> Self {
         let mut events = vec![delta(json!({"role": "assistant", "content": null}), None)];
+        events.extend(pieces.iter().map(|p| delta(json!({"content": p}), None)));
         for (index, (id, name, arguments)) in calls.iter().enumerate() {
             let text = arguments.to_string();
             let (head, tail) = text.split_at(text.len() / 2);

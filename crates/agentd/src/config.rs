@@ -50,6 +50,18 @@ pub struct ServeArgs {
     #[arg(long, env = "AGENTD_TOOL_TIMEOUT_SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub tool_timeout_secs: u64,
 
+    /// Bearer token required on every route but `/healthz`; required to bind a non-loopback address.
+    #[arg(long, env = "AGENTD_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// Origins (comma-separated, e.g. `https://ui.example`) whose pages may call the API (CORS).
+    #[arg(long, env = "AGENTD_CORS_ORIGINS", value_delimiter = ',')]
+    pub cors_origins: Vec<String>,
+
+    /// Extra `Host` header values to accept (comma-separated `name[:port]`), e.g. behind a proxy.
+    #[arg(long, env = "AGENTD_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+
     /// On SIGTERM/Ctrl-C, how long running turns may go on before they end `interrupted`, in seconds.
     #[arg(long, env = "AGENTD_SHUTDOWN_GRACE_SECS", default_value_t = 10)]
     pub shutdown_grace_secs: u64,
@@ -74,6 +86,11 @@ impl ServeArgs {
                     .filter_map(|name| std::env::var(name).ok()),
             )
             .find(|key| !key.trim().is_empty())
+    }
+
+    /// The token, if set and non-empty.
+    pub fn token(&self) -> Option<String> {
+        self.token.clone().filter(|t| !t.trim().is_empty())
     }
 
     /// The tool timeout.

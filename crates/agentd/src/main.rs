@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use agentd_engine::{Engine, EngineConfig};
 use agentd_provider::{OpenAiConfig, OpenAiProvider};
-use agentd_server::AppState;
+use agentd_server::{AppState, Perimeter};
 use agentd_store::SqliteStore;
 use agentd_tools::{BashConfig, Workspaces, default_toolbox};
 use anyhow::{Context, bail};
@@ -47,6 +47,13 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    if !args.addr.ip().is_loopback() && args.token().is_none() {
+        bail!(
+            "refusing to listen on {} without AGENTD_TOKEN: anyone who reaches the port could run \
+             commands; set AGENTD_TOKEN or bind a loopback address",
+            args.addr
+        );
+    }
     let url = args.database_url();
     if !url.starts_with("sqlite:") {
         bail!("AGENTD_DATABASE_URL must be a sqlite:// URL (Postgres support is not built yet)");
@@ -99,7 +106,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
-    let state = AppState::new(engine.clone(), shutdown.clone());
+    let perimeter = Perimeter::new(
+        listener.local_addr()?,
+        args.token(),
+        &args.allowed_hosts,
+        &args.cors_origins,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let mut state = AppState::new(engine.clone(), shutdown.clone());
+    state.perimeter = Arc::new(perimeter);
     let drain = async {
         shutdown.cancelled().await;
         tracing::info!("shutting down: no new turns; running turns get the grace period");

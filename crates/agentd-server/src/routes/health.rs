@@ -20,8 +20,16 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/openapi.yaml", get(openapi))
 }
 
-async fn healthz() -> Response {
-    Json(json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") })).into_response()
+/// `{"status":"ok","version","sandbox","auth"}`: the process answers; which tool sandbox
+/// is in force; whether a token is required.
+async fn healthz(State(state): State<AppState>) -> Response {
+    Json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "sandbox": &*state.sandbox,
+        "auth": if state.perimeter.has_token() { "token" } else { "none" },
+    }))
+    .into_response()
 }
 
 async fn readyz(State(state): State<AppState>) -> Result<Response, AppError> {

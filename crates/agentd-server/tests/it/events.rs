@@ -103,7 +103,10 @@ async fn a_live_follower_sees_what_a_replay_shows() {
 #[tokio::test]
 async fn the_stream_starts_with_retry_and_keeps_alive_when_quiet() {
     let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
-    let app = spawn_app_with(dir, vec![], Duration::from_millis(300)).await;
+    let app = spawn_app_with(dir, vec![], |state, _| {
+        state.keep_alive = Duration::from_millis(300);
+    })
+    .await;
     let session = app.create_session(json!({})).await;
     let response = app
         .client

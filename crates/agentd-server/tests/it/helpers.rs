@@ -47,14 +47,14 @@ pub async fn spawn_app(replies: Vec<Reply>) -> TestApp {
 
 /// A server over an existing data dir (to test restarts).
 pub async fn spawn_app_in(dir: Arc<TempDir>, replies: Vec<Reply>) -> TestApp {
-    spawn_app_with(dir, replies, Duration::from_secs(15)).await
+    spawn_app_with(dir, replies, |_, _| {}).await
 }
 
-/// A server whose SSE streams send `: keep-alive` after `keep_alive` of silence.
+/// A server whose state `configure` adjusts (keep-alive, perimeter) once the address is known.
 pub async fn spawn_app_with(
     dir: Arc<TempDir>,
     replies: Vec<Reply>,
-    keep_alive: Duration,
+    configure: impl FnOnce(&mut AppState, std::net::SocketAddr),
 ) -> TestApp {
     let model = ScriptedModel::start(replies).await;
     let url = format!("sqlite://{}", dir.path().join("agentd.db").display());
@@ -78,9 +78,10 @@ pub async fn spawn_app_with(
     engine.recover().await.unwrap();
     let shutdown = CancellationToken::new();
     let mut state = AppState::new(engine.clone(), shutdown.clone());
-    state.keep_alive = keep_alive;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
+    let addr = listener.local_addr().unwrap();
+    configure(&mut state, addr);
+    let base = format!("http://{addr}");
     let server = tokio::spawn(async move {
         agentd_server::serve(listener, state).await.unwrap();
     });

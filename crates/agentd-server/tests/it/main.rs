@@ -6,6 +6,8 @@
 
 mod events;
 mod helpers;
+mod perimeter;
 mod recovery;
 mod sessions;
+mod streams;
 mod turns;

@@ -63,6 +63,16 @@ impl ScriptedModel {
         self.shared.replies.lock().unwrap().push_back(reply);
     }
 
+    /// How many replies are still queued.
+    pub fn pending(&self) -> usize {
+        self.shared.replies.lock().unwrap().len()
+    }
+
+    /// Drops the next queued reply.
+    pub fn skip(&self) {
+        self.shared.replies.lock().unwrap().pop_front();
+    }
+
     /// The JSON bodies of the requests received so far, in order.
     pub fn requests(&self) -> Vec<serde_json::Value> {
         self.shared.requests.lock().unwrap().clone()

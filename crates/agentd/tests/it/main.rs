@@ -1,0 +1,7 @@
+//! Tests of the real `agentd` binary as a process: crashes, signals, restarts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod crash;
+mod shutdown;
+mod support;

@@ -7,21 +7,27 @@ use agentd_store::StoredEvent;
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
-/// How many events a subscriber may fall behind before it lags and must catch up from the
-/// store (see `EventFeed`).
-const CAPACITY: usize = 1024;
-
 /// Fans out each session's events, after they are stored, to whoever follows that session.
 ///
 /// Writers: the turn task (and `begin_turn`), strictly after the store returned. Readers:
 /// `EventFeed`s. A session's channel exists while it has subscribers; it is dropped on the
 /// first publish that finds none.
-#[derive(Default)]
 pub struct Bus {
     channels: Mutex<HashMap<Uuid, broadcast::Sender<Arc<StoredEvent>>>>,
+    /// How many events a subscriber may fall behind before it lags and must catch up from
+    /// the store (see `EventFeed`).
+    capacity: usize,
 }
 
 impl Bus {
+    /// A bus whose subscribers may fall `capacity` events behind (at least 1).
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            channels: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+        }
+    }
+
     /// Publishes stored events of `session_id`, in seq order.
     pub fn publish(&self, session_id: Uuid, events: &[Arc<StoredEvent>]) {
         let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
@@ -41,7 +47,7 @@ impl Bus {
         let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
         channels
             .entry(session_id)
-            .or_insert_with(|| broadcast::channel(CAPACITY).0)
+            .or_insert_with(|| broadcast::channel(self.capacity).0)
             .subscribe()
     }
 }

@@ -40,6 +40,8 @@ pub struct EngineConfig {
     pub system_prompt: Option<String>,
     /// Model requests per turn at most, for sessions that set no `max_steps`.
     pub max_steps: u32,
+    /// Events a live subscriber may fall behind before it catches up from the store (1024).
+    pub live_buffer: usize,
 }
 
 impl Default for EngineConfig {
@@ -48,6 +50,7 @@ impl Default for EngineConfig {
             model: "deepseek-chat".to_owned(),
             system_prompt: None,
             max_steps: 50,
+            live_buffer: 1024,
         }
     }
 }
@@ -98,7 +101,7 @@ impl Engine {
                 provider,
                 tools,
                 workspaces,
-                bus: Bus::default(),
+                bus: Bus::new(config.live_buffer),
                 config,
                 running: Mutex::new(HashMap::new()),
                 tasks: TaskTracker::new(),

@@ -82,6 +82,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             model: args.model.clone(),
             system_prompt: args.system_prompt.clone(),
             max_steps: args.max_steps,
+            ..EngineConfig::default()
         },
     );
     let recovered = engine

@@ -73,6 +73,8 @@ pub async fn spawn_app_with(
             model: "scripted-model".into(),
             system_prompt: Some("You are a test.".into()),
             max_steps: 5,
+            // Small, so slow-client tests exercise the catch-up from the store.
+            live_buffer: 16,
         },
     );
     engine.recover().await.unwrap();

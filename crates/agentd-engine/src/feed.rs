@@ -4,9 +4,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use agentd_store::{EventStore, StoredEvent};
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
+use crate::bus::Subscription;
 use crate::error::Result;
 
 /// Page size when reading from the store.
@@ -16,7 +17,8 @@ const PAGE: u32 = 500;
 /// the store, then from the live bus. It subscribes before it reads the store, so nothing
 /// published in between is missed; live events it already read from the store are skipped;
 /// and when it lags behind the bus or sees a gap it reads the missing events from the store
-/// instead of skipping them. Memory per feed is bounded by one page plus the bus capacity.
+/// instead of skipping them; a wake-up from another process (Postgres `NOTIFY`) makes it read
+/// the store too. Memory per feed is bounded by one page plus the bus capacity.
 pub struct EventFeed {
     store: Arc<dyn EventStore>,
     session_id: Uuid,
@@ -24,7 +26,7 @@ pub struct EventFeed {
     last: u64,
     backlog: VecDeque<Arc<StoredEvent>>,
     /// `None` once the feed only replays (`follow=false`).
-    live: Option<broadcast::Receiver<Arc<StoredEvent>>>,
+    live: Option<Subscription>,
     /// Whether the store has nothing after `last` as of the last read.
     caught_up: bool,
 }
@@ -34,7 +36,7 @@ impl EventFeed {
         store: Arc<dyn EventStore>,
         session_id: Uuid,
         after: u64,
-        live: Option<broadcast::Receiver<Arc<StoredEvent>>>,
+        live: Option<Subscription>,
     ) -> Self {
         Self {
             store,
@@ -66,15 +68,25 @@ impl EventFeed {
             let Some(live) = self.live.as_mut() else {
                 return Ok(None);
             };
-            match live.recv().await {
-                Ok(event) if event.seq <= self.last => {}
-                Ok(event) if event.seq == self.last + 1 => {
-                    self.last = event.seq;
-                    return Ok(Some(event));
+            tokio::select! {
+                received = live.events.recv() => match received {
+                    Ok(event) if event.seq <= self.last => {}
+                    Ok(event) if event.seq == self.last + 1 => {
+                        self.last = event.seq;
+                        return Ok(Some(event));
+                    }
+                    // A gap or a lag: the store has what we missed.
+                    Ok(_) | Err(RecvError::Lagged(_)) => self.caught_up = false,
+                    Err(RecvError::Closed) => return Ok(None),
+                },
+                changed = live.wake.changed() => {
+                    if changed.is_err() {
+                        return Ok(None);
+                    }
+                    // Another process stored events (or notifications were lost): re-read.
+                    live.wake.borrow_and_update();
+                    self.caught_up = false;
                 }
-                // A gap or a lag: the store has what we missed.
-                Ok(_) | Err(RecvError::Lagged(_)) => self.caught_up = false,
-                Err(RecvError::Closed) => return Ok(None),
             }
         }
     }

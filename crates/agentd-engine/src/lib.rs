@@ -21,6 +21,7 @@ use agentd_events::{Message, TurnEndKind, Usage, derive_messages};
 use agentd_provider::Provider;
 use agentd_store::{BeginTurn, EventStore, NewSession, Session, Turn};
 use agentd_tools::{Toolbox, Workspaces};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
@@ -42,6 +43,10 @@ pub struct EngineConfig {
     pub max_steps: u32,
     /// Events a live subscriber may fall behind before it catches up from the store (1024).
     pub live_buffer: usize,
+    /// How long a running turn's lease lasts without renewal (30 s). This process renews its
+    /// turns' leases every third of it; a turn whose lease lapsed (its process died) is closed
+    /// `interrupted` by any process on the same database.
+    pub turn_lease: Duration,
 }
 
 impl Default for EngineConfig {
@@ -51,6 +56,7 @@ impl Default for EngineConfig {
             system_prompt: None,
             max_steps: 50,
             live_buffer: 1024,
+            turn_lease: Duration::from_secs(30),
         }
     }
 }
@@ -84,6 +90,14 @@ pub(crate) struct Inner {
     tasks: TaskTracker,
     /// Set once shutdown begins; no turn starts after it.
     draining: AtomicBool,
+}
+
+impl Inner {
+    pub(crate) fn lock_running(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<Uuid, Arc<TurnControl>>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl Engine {
@@ -170,7 +184,13 @@ impl Engine {
         let begun = self
             .inner
             .store
-            .begin_turn(session_id, turn_id, text, idempotency_key)
+            .begin_turn(
+                session_id,
+                turn_id,
+                text,
+                idempotency_key,
+                self.inner.config.turn_lease,
+            )
             .await?;
         let (turn, event) = match begun {
             BeginTurn::Existing(turn) => return Ok(StartTurn::Existing(turn)),
@@ -237,6 +257,17 @@ impl Engine {
         recover::close_orphaned_turns(&self.inner).await
     }
 
+    /// Starts the background work of a serving engine, until `stop` is cancelled: renewing the
+    /// leases of this process's running turns, closing turns whose lease lapsed, and (where
+    /// the store has a change channel) waking live followers when other processes append.
+    pub fn start_background(&self, stop: CancellationToken) {
+        let inner = self.inner.clone();
+        let leases = stop.clone();
+        tokio::spawn(async move { recover::keep_leases(&inner, leases).await });
+        let inner = self.inner.clone();
+        tokio::spawn(async move { recover::relay_changes(&inner, stop).await });
+    }
+
     /// Stops starting turns, lets running ones finish for up to `grace`, then stops the rest
     /// as `interrupted` and waits (bounded) for their `turn/end` to be stored.
     pub async fn shutdown(&self, grace: Duration) {
@@ -268,9 +299,6 @@ impl Engine {
     }
 
     fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Arc<TurnControl>>> {
-        self.inner
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.inner.lock_running()
     }
 }

@@ -14,9 +14,31 @@ pub use error::{Error, Result};
 pub use model::{BeginTurn, NewSession, Session, SessionStatus, StoredEvent, Turn, TurnStatus};
 pub use sqlite::SqliteStore;
 
+use std::pin::Pin;
+use std::time::Duration;
+
 use agentd_events::{Event, EventData, TurnEnd};
 use async_trait::async_trait;
+use futures_util::Stream;
 use uuid::Uuid;
+
+/// A stream of [`Change`]s from other processes.
+pub type ChangeStream = Pin<Box<dyn Stream<Item = Change> + Send>>;
+
+/// What another process did to the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Session `session_id` has events up to `seq`.
+    Appended {
+        /// The session.
+        session_id: Uuid,
+        /// Its newest seq.
+        seq: u64,
+    },
+    /// The channel was lost and re-established: notifications may have been missed, so every
+    /// reader should re-read from its cursor.
+    Resync,
+}
 
 /// The event log. Every method is atomic: it either happened whole or not at all.
 #[async_trait]
@@ -37,14 +59,27 @@ pub trait EventStore: Send + Sync {
     /// Starts turn `turn_id` and appends its `user/message`, atomically, unless a turn is
     /// already running ([`Error::TurnInProgress`] with its id). With an `idempotency_key`
     /// this session has seen before, starts nothing and returns that turn
-    /// ([`BeginTurn::Existing`]).
+    /// ([`BeginTurn::Existing`]). The turn's lease runs for `lease` from now.
     async fn begin_turn(
         &self,
         session_id: Uuid,
         turn_id: Uuid,
         text: &str,
         idempotency_key: Option<&str>,
+        lease: Duration,
     ) -> Result<BeginTurn>;
+
+    /// Extends the lease of running turn `turn_id` to `lease` from now.
+    /// Errors: [`Error::TurnNotRunning`] when it is no longer running (e.g. reclaimed).
+    async fn renew_lease(&self, turn_id: Uuid, lease: Duration) -> Result<()>;
+
+    /// Running turns whose lease has lapsed: their process died without ending them.
+    async fn expired_turns(&self) -> Result<Vec<Turn>>;
+
+    /// Notifications of events appended by other processes on the same database, for live
+    /// fan-out across replicas; `None` when the backend has no such channel (SQLite: one
+    /// process owns the file). Notifications only wake readers, who read the rows.
+    async fn listen(&self) -> Result<Option<ChangeStream>>;
 
     /// Appends events of the running turn `turn_id`, assigning consecutive `seq`s, in one
     /// transaction; returns them as stored. Errors: [`Error::TurnNotRunning`] when `turn_id`

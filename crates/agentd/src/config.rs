@@ -62,6 +62,11 @@ pub struct ServeArgs {
     #[arg(long, env = "AGENTD_ALLOWED_HOSTS", value_delimiter = ',')]
     pub allowed_hosts: Vec<String>,
 
+    /// A running turn's lease, in seconds: if its process dies, another process on the same
+    /// database closes it as `interrupted` once the lease lapses.
+    #[arg(long, env = "AGENTD_TURN_LEASE_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    pub turn_lease_secs: u64,
+
     /// On SIGTERM/Ctrl-C, how long running turns may go on before they end `interrupted`, in seconds.
     #[arg(long, env = "AGENTD_SHUTDOWN_GRACE_SECS", default_value_t = 10)]
     pub shutdown_grace_secs: u64,

@@ -82,6 +82,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             model: args.model.clone(),
             system_prompt: args.system_prompt.clone(),
             max_steps: args.max_steps,
+            turn_lease: std::time::Duration::from_secs(args.turn_lease_secs),
             ..EngineConfig::default()
         },
     );
@@ -107,6 +108,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
+    engine.start_background(shutdown.child_token());
     let perimeter = Perimeter::new(
         listener.local_addr()?,
         args.token(),

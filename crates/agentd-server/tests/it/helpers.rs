@@ -75,10 +75,12 @@ pub async fn spawn_app_with(
             max_steps: 5,
             // Small, so slow-client tests exercise the catch-up from the store.
             live_buffer: 16,
+            ..EngineConfig::default()
         },
     );
     engine.recover().await.unwrap();
     let shutdown = CancellationToken::new();
+    engine.start_background(shutdown.child_token());
     let mut state = AppState::new(engine.clone(), shutdown.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -21,7 +21,13 @@ async fn a_turn_left_running_by_a_crash_ends_interrupted_and_the_session_goes_on
         let session = store.create_session(NewSession::default()).await.unwrap();
         let turn_id = Uuid::new_v4();
         store
-            .begin_turn(session.id, turn_id, "run it", None)
+            .begin_turn(
+                session.id,
+                turn_id,
+                "run it",
+                None,
+                std::time::Duration::from_secs(60),
+            )
             .await
             .unwrap();
         let call = ToolCall::new("call_9", "bash", r#"{"command":"sleep 100"}"#);

@@ -125,6 +125,15 @@ async fn insert_events(
     Ok(stored)
 }
 
+/// The lease's end, `lease` from now, as stored.
+fn lease_until(lease: Duration) -> String {
+    let until = chrono::Duration::from_std(lease)
+        .ok()
+        .and_then(|lease| Utc::now().checked_add_signed(lease))
+        .unwrap_or(chrono::DateTime::<Utc>::MAX_UTC);
+    format_time(&until)
+}
+
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::Corrupt(e.to_string()))
 }
@@ -204,6 +213,7 @@ impl EventStore for SqliteStore {
         turn_id: Uuid,
         text: &str,
         idempotency_key: Option<&str>,
+        lease: Duration,
     ) -> Result<BeginTurn> {
         let mut tx = self.write().await?;
         let head = head(&mut tx, session_id).await?;
@@ -226,8 +236,8 @@ impl EventStore for SqliteStore {
         let seq = head.last_seq + 1;
         let now = format_time(&Utc::now());
         sqlx::query(
-            "INSERT INTO turns (id, session_id, status, started_at, first_seq, last_seq, idempotency_key) \
-             VALUES (?, ?, 'running', ?, ?, ?, ?)",
+            "INSERT INTO turns (id, session_id, status, started_at, first_seq, last_seq, idempotency_key, \
+             lease_expires_at) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
         )
         .bind(turn_id.to_string())
         .bind(session_id.to_string())
@@ -235,6 +245,7 @@ impl EventStore for SqliteStore {
         .bind(seq as i64)
         .bind(seq as i64)
         .bind(idempotency_key)
+        .bind(lease_until(lease))
         .execute(&mut *tx)
         .await?;
         let data = [EventData::UserMessage {
@@ -390,6 +401,35 @@ impl EventStore for SqliteStore {
         .fetch_all(&self.readers)
         .await?;
         rows.iter().map(rows::turn).collect()
+    }
+
+    async fn renew_lease(&self, turn_id: Uuid, lease: Duration) -> Result<()> {
+        let done = sqlx::query(
+            "UPDATE turns SET lease_expires_at = ? WHERE id = ? AND status = 'running'",
+        )
+        .bind(lease_until(lease))
+        .bind(turn_id.to_string())
+        .execute(&self.writer)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(Error::TurnNotRunning(turn_id));
+        }
+        Ok(())
+    }
+
+    async fn expired_turns(&self) -> Result<Vec<Turn>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {TURN_COLUMNS} FROM turns t JOIN sessions s ON s.id = t.session_id \
+             WHERE t.status = 'running' AND t.lease_expires_at < ? ORDER BY t.started_at"
+        ))
+        .bind(format_time(&Utc::now()))
+        .fetch_all(&self.readers)
+        .await?;
+        rows.iter().map(rows::turn).collect()
+    }
+
+    async fn listen(&self) -> Result<Option<crate::ChangeStream>> {
+        Ok(None)
     }
 
     async fn ping(&self) -> Result<()> {

@@ -5,9 +5,14 @@ use agentd_events::{
     Usage,
 };
 use agentd_store::{BeginTurn, Error, EventStore, NewSession, SessionStatus, TurnStatus};
+use std::time::Duration;
+
 use futures_util::future::join_all;
 use pretty_assertions::assert_eq;
 use uuid::Uuid;
+
+/// A lease long enough never to lapse during a test.
+const LEASE: Duration = Duration::from_secs(600);
 
 fn text(s: &str) -> EventData {
     EventData::AssistantChunk(Chunk::Text { content: s.into() })
@@ -36,7 +41,7 @@ async fn new_session(store: &dyn EventStore) -> Uuid {
 async fn begin(store: &dyn EventStore, session_id: Uuid, text: &str) -> Uuid {
     let turn_id = Uuid::new_v4();
     match store
-        .begin_turn(session_id, turn_id, text, None)
+        .begin_turn(session_id, turn_id, text, None, LEASE)
         .await
         .unwrap()
     {
@@ -168,7 +173,7 @@ pub async fn only_one_turn_runs_per_session(store: &dyn EventStore) {
     let session_id = new_session(store).await;
     let first = begin(store, session_id, "one").await;
     let refused = store
-        .begin_turn(session_id, Uuid::new_v4(), "two", None)
+        .begin_turn(session_id, Uuid::new_v4(), "two", None, LEASE)
         .await;
     assert!(
         matches!(refused, Err(Error::TurnInProgress { active_turn_id }) if active_turn_id == first)
@@ -185,7 +190,7 @@ pub async fn concurrent_begins_start_exactly_one_turn(store: &dyn EventStore) {
     let session_id = new_session(store).await;
     let attempts = (0..20).map(|i| async move {
         store
-            .begin_turn(session_id, Uuid::new_v4(), &format!("try {i}"), None)
+            .begin_turn(session_id, Uuid::new_v4(), &format!("try {i}"), None, LEASE)
             .await
     });
     let results = join_all(attempts).await;
@@ -295,14 +300,14 @@ pub async fn idempotency_key_returns_the_same_turn(store: &dyn EventStore) {
     let session_id = new_session(store).await;
     let turn_id = Uuid::new_v4();
     let first = store
-        .begin_turn(session_id, turn_id, "go", Some("key-1"))
+        .begin_turn(session_id, turn_id, "go", Some("key-1"), LEASE)
         .await
         .unwrap();
     assert!(matches!(first, BeginTurn::Started(..)));
     // Repeated while running and after it ended: the same turn, nothing new stored.
     for _ in 0..2 {
         match store
-            .begin_turn(session_id, Uuid::new_v4(), "go", Some("key-1"))
+            .begin_turn(session_id, Uuid::new_v4(), "go", Some("key-1"), LEASE)
             .await
             .unwrap()
         {
@@ -327,7 +332,7 @@ pub async fn idempotency_key_returns_the_same_turn(store: &dyn EventStore) {
     let other = new_session(store).await;
     assert!(matches!(
         store
-            .begin_turn(other, Uuid::new_v4(), "go", Some("key-1"))
+            .begin_turn(other, Uuid::new_v4(), "go", Some("key-1"), LEASE)
             .await
             .unwrap(),
         BeginTurn::Started(..)
@@ -453,7 +458,9 @@ pub async fn unknown_ids_are_not_found(store: &dyn EventStore) {
         Err(Error::SessionNotFound(_))
     ));
     assert!(matches!(
-        store.begin_turn(nobody, Uuid::new_v4(), "x", None).await,
+        store
+            .begin_turn(nobody, Uuid::new_v4(), "x", None, LEASE)
+            .await,
         Err(Error::SessionNotFound(_))
     ));
     let session_id = new_session(store).await;
@@ -463,4 +470,33 @@ pub async fn unknown_ids_are_not_found(store: &dyn EventStore) {
     ));
     assert_eq!(store.load(session_id, 0, None).await.unwrap(), vec![]);
     store.ping().await.unwrap();
+}
+
+pub async fn a_lapsed_lease_marks_the_turn_expired_and_renewal_keeps_it(store: &dyn EventStore) {
+    let session_id = new_session(store).await;
+    let short = Uuid::new_v4();
+    store
+        .begin_turn(session_id, short, "go", None, Duration::from_millis(50))
+        .await
+        .unwrap();
+    assert_eq!(store.expired_turns().await.unwrap(), vec![]);
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    let expired: Vec<Uuid> = store
+        .expired_turns()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(expired, vec![short]);
+    store.renew_lease(short, LEASE).await.unwrap();
+    assert_eq!(store.expired_turns().await.unwrap(), vec![]);
+    store
+        .end_turn(session_id, short, &end(TurnEndKind::Interrupted, 0, 0))
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.renew_lease(short, LEASE).await,
+        Err(Error::TurnNotRunning(_))
+    ));
 }

@@ -33,6 +33,7 @@ sqlite_suite!(
     conversation_skips_chunks,
     running_turns_lists_unfinished_turns,
     unknown_ids_are_not_found,
+    a_lapsed_lease_marks_the_turn_expired_and_renewal_keeps_it,
 );
 
 #[tokio::test]

@@ -1,16 +1,19 @@
 //! The crate's error type: what can fail while building a provider or reading a response.
 //!
-//! Only [`OpenAiProvider::new`](crate::OpenAiProvider::new) returns these as `Err`. Inside a
-//! stream every failure is turned into `finish {kind: error}` with [`Error::info`]; a stream
-//! never yields an `Err`. No variant's message ever contains the API key.
+//! Only the constructors ([`OpenAiProvider::new`](crate::OpenAiProvider::new),
+//! [`AnthropicProvider::new`](crate::AnthropicProvider::new),
+//! [`Providers::from_config`](crate::Providers::from_config)) return these as `Err`. Inside
+//! a stream every failure is turned into `finish {kind: error}` with [`Error::info`]; a
+//! stream never yields an `Err`. No variant's message ever contains an API key.
 
 use agentd_events::ErrorInfo;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What went wrong. Each variant's doc names its [`Error::code`]; none is retried yet (retries
-/// come with a later issue and will use [`ProviderEvent::Retry`](crate::ProviderEvent::Retry)).
+/// What went wrong. Each variant's doc names its [`Error::code`] and whether the request is
+/// retried (announced as [`ProviderEvent::Retry`](crate::ProviderEvent::Retry)); HTTP error
+/// statuses are not variants: they are retried or reported by status (see `retry.rs`).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The configured base URL is not an absolute `http`/`https` URL. Code
@@ -26,24 +29,37 @@ pub enum Error {
     /// `provider_config_error`; only from `new`. The key itself is never part of the message.
     #[error("the API key contains characters that cannot be sent in an HTTP header")]
     ApiKey,
+    /// An extra header from the config has an invalid name or value. Code
+    /// `provider_config_error`; only from constructors. The value is never part of the message.
+    #[error("invalid header {name:?}: {reason}")]
+    Header {
+        /// The header name as configured.
+        name: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// A provider configuration is unusable: unknown provider, missing environment variable
+    /// for a key, bad timeout. Code `provider_config_error`; only from constructors.
+    #[error("{0}")]
+    Config(String),
     /// Building the HTTP client failed (TLS backend, system settings). Code
     /// `provider_config_error`; only from `new`.
     #[error("building the HTTP client failed: {0}")]
     Client(#[source] reqwest::Error),
     /// Connecting or sending the request failed before any response (refused, DNS, TLS,
-    /// connect timeout). Code `provider_connect_error`.
+    /// connect timeout). Code `provider_connect_error`. Retried.
     #[error("{0}")]
     Connect(String),
     /// No byte arrived for `idle_timeout`, or the request outlived `request_timeout`. Code
-    /// `provider_timeout`.
+    /// `provider_timeout`. Not retried (the server may have started working on it).
     #[error("{0}")]
     Timeout(String),
     /// Reading the response body failed midway (connection reset, broken chunking). Code
-    /// `provider_stream_incomplete`: the response was cut short.
+    /// `provider_stream_incomplete`: the response was cut short. Not retried (streaming began).
     #[error("{0}")]
     Read(String),
     /// The body is not a readable event stream: malformed JSON in a `data:` line, or bytes
-    /// that are not UTF-8. Code `provider_bad_chunk`.
+    /// that are not UTF-8. Code `provider_bad_chunk`. Not retried.
     #[error("{0}")]
     Malformed(String),
 }
@@ -52,7 +68,11 @@ impl Error {
     /// The snake_case code carried by the `finish {kind: error}` this error becomes.
     pub fn code(&self) -> &'static str {
         match self {
-            Error::BaseUrl { .. } | Error::ApiKey | Error::Client(_) => "provider_config_error",
+            Error::BaseUrl { .. }
+            | Error::ApiKey
+            | Error::Header { .. }
+            | Error::Config(_)
+            | Error::Client(_) => "provider_config_error",
             Error::Connect(_) => "provider_connect_error",
             Error::Timeout(_) => "provider_timeout",
             Error::Read(_) => "provider_stream_incomplete",

@@ -8,10 +8,13 @@
 
 mod error;
 mod model;
+mod postgres;
+mod rows;
 mod sqlite;
 
 pub use error::{Error, Result};
 pub use model::{BeginTurn, NewSession, Session, SessionStatus, StoredEvent, Turn, TurnStatus};
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
 use std::pin::Pin;

@@ -4,7 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod postgres;
 mod reply;
+mod validate;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -21,7 +23,9 @@ use bytes::Bytes;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
+pub use postgres::{TestDb, admin_url};
 pub use reply::Reply;
+pub use validate::validate_openai_request;
 
 #[derive(Default)]
 struct Shared {

@@ -4,7 +4,26 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+
+/// The wire format of the provider configured by environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderChoice {
+    /// OpenAI Chat Completions and compatible servers.
+    Openai,
+    /// Anthropic's Messages API.
+    Anthropic,
+}
+
+impl ProviderChoice {
+    /// The provider's name in the registry (the `NAME/` model prefix).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderChoice::Openai => "openai",
+            ProviderChoice::Anthropic => "anthropic",
+        }
+    }
+}
 
 /// Defaults point at DeepSeek; any OpenAI-compatible server works (OpenAI, vLLM, llama.cpp,
 /// Ollama's `/v1`).
@@ -22,21 +41,31 @@ pub struct ServeArgs {
     #[arg(long, env = "AGENTD_DATABASE_URL")]
     pub database_url: Option<String>,
 
-    /// Base URL of the OpenAI-compatible API (`…/v1`); requests go to `{base}/chat/completions`.
-    #[arg(
-        long,
-        env = "AGENTD_BASE_URL",
-        default_value = "https://api.deepseek.com/v1"
-    )]
-    pub base_url: String,
+    /// Wire format of the default provider: `openai` (any OpenAI-compatible server) or
+    /// `anthropic` (the Messages API).
+    #[arg(long, env = "AGENTD_PROVIDER", value_enum, default_value_t = ProviderChoice::Openai)]
+    pub provider: ProviderChoice,
 
-    /// API key; else `DEEPSEEK_API_KEY`, else `OPENAI_API_KEY`; none for local servers.
+    /// Base URL of the default provider; default `https://api.deepseek.com/v1` (openai) or
+    /// `https://api.anthropic.com` (anthropic).
+    #[arg(long, env = "AGENTD_BASE_URL")]
+    pub base_url: Option<String>,
+
+    /// API key of the default provider; else `DEEPSEEK_API_KEY`, else `OPENAI_API_KEY`
+    /// (openai) or `ANTHROPIC_API_KEY` (anthropic); none for local servers.
     #[arg(long, env = "AGENTD_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
 
-    /// Model for sessions that name none.
-    #[arg(long, env = "AGENTD_MODEL", default_value = "deepseek-chat")]
-    pub model: String,
+    /// Model for sessions that name none; `provider/model` picks a named provider. Default
+    /// `deepseek-chat` (openai) or `claude-sonnet-4-5` (anthropic), or the config file's
+    /// default provider's `default_model`.
+    #[arg(long, env = "AGENTD_MODEL")]
+    pub model: Option<String>,
+
+    /// A TOML file of named providers (`[providers.NAME]`, see README); default
+    /// `./agentd.toml` when it exists.
+    #[arg(long, env = "AGENTD_CONFIG")]
+    pub config: Option<PathBuf>,
 
     /// System prompt for sessions that set none.
     #[arg(long, env = "AGENTD_SYSTEM_PROMPT")]
@@ -82,15 +111,25 @@ impl ServeArgs {
 
     /// The API key from the flag or the first of the usual variables that is set and non-empty.
     pub fn api_key(&self) -> Option<String> {
+        let fallbacks: &[&str] = match self.provider {
+            ProviderChoice::Openai => &["DEEPSEEK_API_KEY", "OPENAI_API_KEY"],
+            ProviderChoice::Anthropic => &["ANTHROPIC_API_KEY"],
+        };
         self.api_key
             .clone()
             .into_iter()
-            .chain(
-                ["DEEPSEEK_API_KEY", "OPENAI_API_KEY"]
-                    .iter()
-                    .filter_map(|name| std::env::var(name).ok()),
-            )
+            .chain(fallbacks.iter().filter_map(|name| std::env::var(name).ok()))
             .find(|key| !key.trim().is_empty())
+    }
+
+    /// The default provider's base URL.
+    pub fn base_url(&self) -> String {
+        self.base_url
+            .clone()
+            .unwrap_or_else(|| match self.provider {
+                ProviderChoice::Openai => "https://api.deepseek.com/v1".to_owned(),
+                ProviderChoice::Anthropic => "https://api.anthropic.com".to_owned(),
+            })
     }
 
     /// The token, if set and non-empty.

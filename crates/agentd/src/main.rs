@@ -2,14 +2,14 @@
 //! and serves the API until SIGTERM or Ctrl-C.
 
 mod config;
+mod providers;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
 
 use agentd_engine::{Engine, EngineConfig};
-use agentd_provider::{OpenAiConfig, OpenAiProvider};
 use agentd_server::{AppState, Perimeter};
-use agentd_store::SqliteStore;
+use agentd_store::{EventStore, PgStore, SqliteStore};
 use agentd_tools::{BashConfig, Workspaces, default_toolbox};
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
@@ -55,55 +55,64 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let url = args.database_url();
-    if !url.starts_with("sqlite:") {
-        bail!("AGENTD_DATABASE_URL must be a sqlite:// URL (Postgres support is not built yet)");
-    }
     tokio::fs::create_dir_all(&args.data_dir)
         .await
         .with_context(|| format!("creating data dir {}", args.data_dir.display()))?;
-    let store = SqliteStore::open(&url)
-        .await
-        .with_context(|| format!("opening database {url}"))?;
-    let provider = OpenAiProvider::new(OpenAiConfig {
-        api_key: args.api_key(),
-        ..OpenAiConfig::new(args.base_url.clone())
-    })
-    .context("configuring the model provider")?;
+    let (store, shared): (Arc<dyn EventStore>, bool) =
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let store = PgStore::open(&url)
+                .await
+                .context("opening the Postgres database")?;
+            (Arc::new(store), true)
+        } else if url.starts_with("sqlite:") {
+            let store = SqliteStore::open(&url)
+                .await
+                .with_context(|| format!("opening database {url}"))?;
+            (Arc::new(store), false)
+        } else {
+            bail!("AGENTD_DATABASE_URL must start with sqlite:// or postgres://");
+        };
+    let built = providers::build(&args)?;
     let tools = default_toolbox(BashConfig {
         timeout: args.tool_timeout(),
         ..BashConfig::default()
     });
     let engine = Engine::new(
-        Arc::new(store),
-        Arc::new(provider),
+        store,
+        Arc::new(built.providers),
         tools,
         Workspaces::new(args.data_dir.join("workspaces")),
         EngineConfig {
-            model: args.model.clone(),
+            model: built.model.clone(),
             system_prompt: args.system_prompt.clone(),
             max_steps: args.max_steps,
             turn_lease: std::time::Duration::from_secs(args.turn_lease_secs),
             ..EngineConfig::default()
         },
     );
-    let recovered = engine
-        .recover()
-        .await
-        .context("closing interrupted turns")?;
-    if recovered > 0 {
-        tracing::warn!(
-            turns = recovered,
-            "closed turns left running by the previous process as interrupted"
-        );
+    // SQLite has one process per file: every running turn is this file's previous process's,
+    // so close them now. On Postgres other replicas may be running theirs: turns of dead
+    // processes are closed once their lease lapses (Engine::start_background).
+    if !shared {
+        let recovered = engine
+            .recover()
+            .await
+            .context("closing interrupted turns")?;
+        if recovered > 0 {
+            tracing::warn!(
+                turns = recovered,
+                "closed turns left running by the previous process as interrupted"
+            );
+        }
     }
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("binding {}", args.addr))?;
     tracing::info!(
         addr = %listener.local_addr()?,
-        base_url = %args.base_url,
-        model = %args.model,
-        database = %url,
+        provider = %built.default_name,
+        model = %built.model,
+        database = %redact_password(&url),
         "agentd listening"
     );
     let shutdown = CancellationToken::new();
@@ -151,4 +160,18 @@ async fn cancel_on_signal(shutdown: CancellationToken) {
         () = terminate => {}
     }
     shutdown.cancel();
+}
+
+/// The URL with any password replaced by `***`, for logs.
+fn redact_password(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
 }

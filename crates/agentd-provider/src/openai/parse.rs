@@ -10,9 +10,11 @@
 use agentd_events::{Chunk, ErrorInfo, Finish, FinishKind, Usage};
 use serde_json::Value;
 
-use super::errors::{stream_data_error, stream_event_error, truncate};
 use super::wire::{WireChunk, WireDelta, WireToolCall};
 use crate::Error;
+use crate::drive::EventParser;
+use crate::errors::{stream_data_error, stream_event_error, truncate};
+use crate::sse::SseEvent;
 
 /// How much of a malformed `data:` line a `provider_bad_chunk` message shows, in bytes.
 const BAD_CHUNK_PREVIEW_BYTES: usize = 200;
@@ -46,34 +48,40 @@ struct PartialCall {
 }
 
 impl PartialCall {
-    /// Whether a fragment bringing `id` continues this call: it brings none, this call has
-    /// none yet, or they are the same.
-    fn takes(&self, id: Option<&str>) -> bool {
-        id.is_none_or(|id| self.id.is_empty() || self.id == id)
+    /// Whether a fragment bringing `id` and `name` continues this call: its id is none, or
+    /// this call has none yet, or they are the same; and it does not bring a name while this
+    /// call already has one and complete JSON arguments (servers that send each call of a
+    /// batch whole, without index nor id, at position 0).
+    fn takes(&self, id: Option<&str>, name: Option<&str>) -> bool {
+        let same_id = id.is_none_or(|id| self.id.is_empty() || self.id == id);
+        let next_call = id.is_none()
+            && name.is_some_and(|n| !n.is_empty())
+            && !self.name.is_empty()
+            && serde_json::from_str::<serde::de::IgnoredAny>(&self.arguments).is_ok();
+        same_id && !next_call
     }
 }
 
-impl Parser {
-    /// True once the `finish` chunk was emitted; the caller stops reading then.
-    pub(super) fn is_finished(&self) -> bool {
-        self.finished
-    }
-
-    /// One SSE event: its `event:` name (`message` by default) and its data.
-    pub(super) fn event(&mut self, name: &str, data: &str, out: &mut Vec<Chunk>) {
+impl EventParser for Parser {
+    /// One SSE event: `message` events carry the chunks; `event: error` or a non-standard
+    /// `error:` field end the response with that error; other event names are ignored.
+    fn event(&mut self, event: &SseEvent, out: &mut Vec<Chunk>) {
         if self.finished {
             return;
         }
-        match name {
-            "message" => self.data(data, out),
-            "error" => self.fail(stream_event_error(data), out),
+        if let Some(error) = &event.error {
+            return self.fail(stream_event_error(error), out);
+        }
+        match event.event.as_str() {
+            "message" => self.data(&event.data, out),
+            "error" => self.fail(stream_event_error(&event.data), out),
             other => tracing::debug!(event = other, "ignoring an SSE event of unknown type"),
         }
     }
 
     /// The body ended cleanly (`None`) or with a read error or timeout. A response whose
     /// `finish_reason` already arrived is complete either way.
-    pub(super) fn end(&mut self, failure: Option<Error>, out: &mut Vec<Chunk>) {
+    fn end(&mut self, failure: Option<Error>, out: &mut Vec<Chunk>) {
         match failure {
             Some(err) if self.finish_reason.is_none() => self.fail(err.info(), out),
             Some(err) => {
@@ -84,6 +92,12 @@ impl Parser {
         }
     }
 
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+}
+
+impl Parser {
     fn data(&mut self, data: &str, out: &mut Vec<Chunk>) {
         let data = data.trim();
         if data.starts_with("[DONE]") {
@@ -146,9 +160,10 @@ impl Parser {
     fn tool_fragment(&mut self, position: u64, fragment: WireToolCall) {
         let index = fragment.index.unwrap_or(position);
         let id = fragment.id.filter(|id| !id.is_empty());
+        let name = fragment.function.as_ref().and_then(|f| f.name.as_deref());
         let last = self.calls.iter().rposition(|call| call.index == index);
         let slot = match last {
-            Some(i) if self.calls[i].takes(id.as_deref()) => i,
+            Some(i) if self.calls[i].takes(id.as_deref(), name) => i,
             _ => {
                 self.calls.push(PartialCall {
                     index,

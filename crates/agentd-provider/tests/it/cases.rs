@@ -3,49 +3,17 @@
 
 use std::io;
 
-use agentd_events::{Chunk, ErrorInfo, Finish, FinishKind, Usage};
+use agentd_events::{Chunk, ErrorInfo, Finish, FinishKind};
 use agentd_provider::openai_chunks;
 use bytes::Bytes;
 use futures_util::{StreamExt, stream};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::support::{chunks_of, delta, sse, sse_without_done};
-
-fn text(content: &str) -> Chunk {
-    Chunk::Text {
-        content: content.to_owned(),
-    }
-}
-
-fn call(id: &str, name: &str, arguments: &str) -> Chunk {
-    Chunk::ToolCall {
-        id: id.to_owned(),
-        name: name.to_owned(),
-        arguments: arguments.to_owned(),
-    }
-}
-
-fn finish(kind: FinishKind, usage: Option<Usage>) -> Chunk {
-    Chunk::Finish(Finish {
-        kind,
-        usage,
-        error: None,
-    })
-}
-
-fn failed(code: &str, message: &str) -> Chunk {
-    Chunk::Finish(Finish::error(ErrorInfo::new(code, message)))
-}
-
-fn usage(input: u64, output: u64, cached: u64, reasoning: u64) -> Usage {
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        cache_read_tokens: cached,
-        reasoning_tokens: reasoning,
-    }
-}
+use crate::support::{
+    Format, call, delta, failed, finish, openai_split, split_chunks, sse, sse_without_done, text,
+    usage,
+};
 
 #[tokio::test]
 async fn error_object_after_http_200_keeps_the_partial_text() {
@@ -53,7 +21,7 @@ async fn error_object_after_http_200_keeps_the_partial_text() {
     body += r#"data: {"error":{"message":"overloaded","type":"server_error","code":null}}"#;
     body += "\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"never seen\"}}]}\n\n";
     assert_eq!(
-        chunks_of(200, body.as_bytes(), 5).await,
+        openai_split(body.as_bytes()).await,
         [text("Half an"), failed("server_error", "overloaded")]
     );
 }
@@ -63,7 +31,7 @@ async fn event_named_error_finishes_with_its_message_even_as_plain_text() {
     let mut body = sse_without_done(&[delta(json!({"content": "Hi"}), None)]);
     body += "event: error\ndata: upstream went away\n\n";
     assert_eq!(
-        chunks_of(200, body.as_bytes(), usize::MAX).await,
+        openai_split(body.as_bytes()).await,
         [
             text("Hi"),
             failed("provider_stream_error", "upstream went away")
@@ -79,11 +47,11 @@ async fn stream_ending_without_finish_reason_is_incomplete_with_or_without_done(
     );
     let events = [delta(json!({"content": "Hello"}), None)];
     assert_eq!(
-        chunks_of(200, sse_without_done(&events).as_bytes(), 3).await,
+        openai_split(sse_without_done(&events).as_bytes()).await,
         [text("Hello"), incomplete.clone()]
     );
     assert_eq!(
-        chunks_of(200, &sse(&events), 3).await,
+        openai_split(&sse(&events)).await,
         [text("Hello"), incomplete]
     );
 }
@@ -95,7 +63,7 @@ async fn finish_reason_then_end_of_body_without_done_finishes_normally() {
         delta(json!({}), Some("stop")),
     ]);
     assert_eq!(
-        chunks_of(200, body.as_bytes(), 4).await,
+        openai_split(body.as_bytes()).await,
         [text("Done."), finish(FinishKind::Completed, None)]
     );
 }
@@ -109,7 +77,7 @@ async fn usage_in_a_final_chunk_without_choices_and_empty_usage_objects_are_hand
             "prompt_cache_hit_tokens": 3}}),
     ]);
     assert_eq!(
-        chunks_of(200, &body, 1).await,
+        openai_split(&body).await,
         [
             text("ok"),
             finish(FinishKind::Completed, Some(usage(7, 2, 3, 0)))
@@ -131,7 +99,7 @@ async fn usage_on_every_chunk_reports_the_last_one() {
         with_usage(json!({"content": "b"}), Some("stop"), 2),
     ]);
     assert_eq!(
-        chunks_of(200, &body, 7).await,
+        openai_split(&body).await,
         [
             text("a"),
             text("b"),
@@ -160,7 +128,7 @@ async fn parallel_calls_all_at_index_zero_are_told_apart_by_their_ids() {
         delta(json!({}), Some("tool_calls")),
     ]);
     assert_eq!(
-        chunks_of(200, &body, 2).await,
+        openai_split(&body).await,
         [
             call("call_a", "read_file", r#"{"path":"a.txt"}"#),
             call("call_b", "bash", r#"{"command":"ls"}"#),
@@ -181,7 +149,7 @@ async fn calls_without_id_or_index_get_generated_ids_positions_and_empty_objects
         ),
         delta(json!({}), Some("stop")),
     ]);
-    let chunks = chunks_of(200, &body, usize::MAX).await;
+    let chunks = openai_split(&body).await;
     let ids: Vec<String> = chunks
         .iter()
         .filter_map(|c| match c {
@@ -243,7 +211,7 @@ async fn finish_reasons_map_to_finish_kinds() {
             ));
         }
         events.push(delta(json!({}), Some(reason)));
-        let chunks = chunks_of(200, &sse(&events), usize::MAX).await;
+        let chunks = openai_split(&sse(&events)).await;
         assert_eq!(
             chunks.last(),
             Some(&expected),
@@ -267,7 +235,7 @@ async fn reasoning_comes_from_either_field_and_never_twice() {
         content: content.to_owned(),
     };
     assert_eq!(
-        chunks_of(200, &body, 3).await,
+        openai_split(&body).await,
         [
             reasoning("deep"),
             reasoning("olla"),
@@ -283,7 +251,7 @@ async fn malformed_json_finishes_with_bad_chunk_showing_the_first_200_bytes() {
     let body = format!(
         "data: {{\"choices\":[{{\"delta\":{{\"content\":\"a\"}}}}]}}\n\ndata: {garbage}\n\n"
     );
-    let chunks = chunks_of(200, body.as_bytes(), 64).await;
+    let chunks = openai_split(body.as_bytes()).await;
     let message = format!(
         "malformed stream chunk (expected value at line 1 column 14): {}…",
         &garbage[..200]
@@ -344,9 +312,9 @@ async fn http_error_bodies_give_their_message_or_text_and_the_status() {
     let long_html = format!("<html>{}</html>", "é".repeat(600));
     assert_eq!(
         [
-            chunks_of(404, vllm, 3).await,
-            chunks_of(502, b"", 3).await,
-            chunks_of(500, long_html.as_bytes(), 7).await,
+            split_chunks(Format::OpenAi, 404, vllm).await,
+            split_chunks(Format::OpenAi, 502, b"").await,
+            split_chunks(Format::OpenAi, 500, long_html.as_bytes()).await,
         ],
         [
             vec![error("provider_http_error", "model not found", 404)],

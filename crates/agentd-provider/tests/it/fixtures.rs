@@ -1,10 +1,12 @@
-//! Every OpenAI and DeepSeek transcript in `../shared/fixtures` replayed through
-//! `openai_chunks`, whole and in 1-, 2-, 3-, 7- and 64-byte reads, against its
-//! `.expected.json` (fields explained in the fixtures' README).
+//! Every provider transcript in `../shared/fixtures` replayed through `openai_chunks` or
+//! `anthropic_chunks`, whole and in 1-, 2-, 3-, 5-, 7- and 64-byte reads, against its
+//! `.expected.json` (fields explained in the fixtures' README). `sse_framing_mixed.sse` is
+//! checked in `framing.rs`.
 //!
-//! Not covered yet (Anthropic Messages is a later issue): `anthropic_text.sse`,
-//! `anthropic_tool_use_split.sse`, `anthropic_parallel_tools.sse`,
-//! `anthropic_max_tokens_mid_args.sse`. `sse_framing_mixed.sse` is checked in `framing.rs`.
+//! One deliberate difference: `anthropic_max_tokens_mid_args.expected.json` lists the
+//! `tool_use` block cut by `max_tokens` (with `execute_tools: false`); we never emit a
+//! block that did not reach `content_block_stop` (issue 3), so an expected call with
+//! invalid JSON in a max-tokens Anthropic response is expected to be absent.
 
 use std::collections::BTreeSet;
 
@@ -12,10 +14,10 @@ use agentd_events::{ErrorInfo, Finish, FinishKind, Usage};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{Replay, chunks_of, fixture, fixtures_dir, replay};
+use crate::support::{Format, Replay, fixture, fixtures_dir, replay, split_chunks};
 
 /// The transcripts this module replays; `every_openai_fixture_is_replayed` keeps it complete.
-const COVERED: [&str; 8] = [
+const COVERED: [&str; 12] = [
     "openai_text.sse",
     "openai_tool_call_split.sse",
     "openai_parallel_tools.sse",
@@ -24,10 +26,11 @@ const COVERED: [&str; 8] = [
     "openai_http_429.http",
     "deepseek_chat_tool_call.sse",
     "deepseek_thinking_tool_call.sse",
+    "anthropic_text.sse",
+    "anthropic_tool_use_split.sse",
+    "anthropic_parallel_tools.sse",
+    "anthropic_max_tokens_mid_args.sse",
 ];
-
-/// Read sizes each transcript is also fed in, besides whole.
-const READ_SIZES: [usize; 5] = [1, 2, 3, 7, 64];
 
 #[tokio::test]
 async fn openai_text_with_split_utf8_and_trailing_usage_chunk_replays() {
@@ -69,12 +72,32 @@ async fn deepseek_reasoning_then_tool_call_replays() {
     check("deepseek_thinking_tool_call.sse").await;
 }
 
+#[tokio::test]
+async fn anthropic_text_with_ping_and_cumulative_output_usage_replays() {
+    check("anthropic_text.sse").await;
+}
+
+#[tokio::test]
+async fn anthropic_tool_use_with_input_json_split_replays() {
+    check("anthropic_tool_use_split.sse").await;
+}
+
+#[tokio::test]
+async fn anthropic_parallel_tool_use_blocks_with_cache_reads_replay() {
+    check("anthropic_parallel_tools.sse").await;
+}
+
+#[tokio::test]
+async fn anthropic_max_tokens_drops_the_open_tool_block() {
+    check("anthropic_max_tokens_mid_args.sse").await;
+}
+
 #[test]
-fn every_openai_and_deepseek_fixture_is_replayed() {
+fn every_provider_fixture_is_replayed() {
     let present: BTreeSet<String> = std::fs::read_dir(fixtures_dir())
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with("openai_") || name.starts_with("deepseek_"))
+        .filter(|name| !name.starts_with("sse_") && !name.starts_with("README"))
         .filter(|name| !name.ends_with(".expected.json"))
         .collect();
     let covered: BTreeSet<String> = COVERED.iter().map(|s| s.to_string()).collect();
@@ -85,12 +108,12 @@ fn every_openai_and_deepseek_fixture_is_replayed() {
 /// the chunks of the whole body.
 async fn check(name: &str) {
     let (status, body) = load(name);
-    let whole = chunks_of(status, &body, usize::MAX).await;
-    assert_eq!(replay(&whole), expected(name), "{name}, whole");
-    for size in READ_SIZES {
-        let split = chunks_of(status, &body, size).await;
-        assert_eq!(split, whole, "{name} in {size}-byte reads");
-    }
+    let format = match name.starts_with("anthropic_") {
+        true => Format::Anthropic,
+        false => Format::OpenAi,
+    };
+    let whole = split_chunks(format, status, &body).await;
+    assert_eq!(replay(&whole), expected(name), "{name}");
 }
 
 /// The status and body of a fixture: 200 and the file for `.sse`; for `.http`, the status
@@ -134,10 +157,16 @@ fn expected(name: &str) -> Replay {
         cache_read_tokens: count("cache_read_tokens"),
         reasoning_tokens: count("reasoning_tokens"),
     });
+    let cut_anthropic_block = |c: &&Value| {
+        name.starts_with("anthropic_")
+            && kind == FinishKind::MaxTokens
+            && c["arguments_valid_json"] == false
+    };
     let tool_calls = json["tool_calls"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|c| !cut_anthropic_block(c))
         .map(|c| {
             (
                 str_of(&c["id"]),

@@ -4,111 +4,20 @@
 use std::time::{Duration, Instant};
 
 use agentd_events::{Chunk, ErrorInfo, Finish, FinishKind, Message, ToolSpec, Usage};
-use agentd_provider::{Error, ModelRequest, OpenAiConfig, OpenAiProvider, Provider, ProviderEvent};
+use agentd_provider::{
+    Error, ModelRequest, OpenAiConfig, OpenAiProvider, Provider, ProviderEvent, RetryConfig,
+};
 use futures_util::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
 
+use crate::server::{Reply, SSE_HEAD, Server, ok_sse, serve};
 use crate::support::{delta, fixture, sse};
 
-/// What the server does after reading the request.
-enum Reply {
-    /// Writes these bytes (status line included) and closes.
-    Bytes(Vec<u8>),
-    /// Writes these bytes (maybe none), then holds the connection open without a word.
-    Stall(&'static str),
-    /// Writes the head, then `piece` every `every`, forever.
-    Trickle {
-        head: String,
-        piece: &'static str,
-        every: Duration,
-    },
-}
-
-/// The request as the server read it.
-#[derive(Debug)]
-struct Captured {
-    request_line: String,
-    /// Lower-cased names.
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Captured {
-    fn header(&self, name: &str) -> Option<&str> {
-        let found = self.headers.iter().find(|(n, _)| n == name);
-        found.map(|(_, v)| v.as_str())
-    }
-}
-
-/// Serves one connection on a fresh port; returns the base URL and the captured request.
-async fn serve_once(reply: Reply) -> (String, JoinHandle<Captured>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base_url = format!("http://{}/v1/", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        let (mut socket, _) = listener.accept().await.unwrap();
-        let mut buf = Vec::new();
-        let head_end = loop {
-            if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break at + 4;
-            }
-            let mut read = [0; 4096];
-            let n = socket.read(&mut read).await.unwrap();
-            assert!(n > 0, "client closed before sending its headers");
-            buf.extend_from_slice(&read[..n]);
-        };
-        let head = String::from_utf8(buf[..head_end].to_vec()).unwrap();
-        let mut lines = head.lines();
-        let request_line = lines.next().unwrap().to_owned();
-        let headers: Vec<(String, String)> = lines
-            .filter_map(|l| l.split_once(": "))
-            .map(|(n, v)| (n.to_ascii_lowercase(), v.to_owned()))
-            .collect();
-        let length: usize = headers
-            .iter()
-            .find(|(n, _)| n == "content-length")
-            .map_or(0, |(_, v)| v.parse().unwrap());
-        let mut body = buf[head_end..].to_vec();
-        while body.len() < length {
-            let mut read = [0; 4096];
-            let n = socket.read(&mut read).await.unwrap();
-            body.extend_from_slice(&read[..n]);
-        }
-        let captured = Captured {
-            request_line,
-            headers,
-            body,
-        };
-        match reply {
-            Reply::Bytes(bytes) => {
-                socket.write_all(&bytes).await.unwrap();
-                socket.shutdown().await.unwrap();
-            }
-            Reply::Stall(head) => {
-                socket.write_all(head.as_bytes()).await.unwrap();
-                tokio::time::sleep(Duration::from_secs(60)).await;
-            }
-            Reply::Trickle { head, piece, every } => {
-                socket.write_all(head.as_bytes()).await.unwrap();
-                while socket.write_all(piece.as_bytes()).await.is_ok() {
-                    tokio::time::sleep(every).await;
-                }
-            }
-        }
-        captured
-    });
-    (base_url, task)
-}
-
-const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n";
-
-fn ok_sse(body: &[u8]) -> Reply {
-    let mut bytes = SSE_HEAD.as_bytes().to_vec();
-    bytes.extend_from_slice(body);
-    Reply::Bytes(bytes)
+/// Serves one reply; returns the base URL and the server.
+async fn serve_once(reply: Reply) -> (String, Server) {
+    serve(vec![reply]).await
 }
 
 fn request(tools: Vec<ToolSpec>) -> ModelRequest {
@@ -126,8 +35,15 @@ fn request(tools: Vec<ToolSpec>) -> ModelRequest {
     }
 }
 
-/// Runs one request and returns its chunks (every event must be a chunk: no retries yet).
+/// Runs one request and returns its chunks (every event must be a chunk: no retries here).
 async fn run(config: OpenAiConfig, request: ModelRequest) -> Vec<Chunk> {
+    let config = OpenAiConfig {
+        retry: RetryConfig {
+            max_attempts: 1,
+            ..config.retry
+        },
+        ..config
+    };
     let provider = OpenAiProvider::new(config).unwrap();
     let events: Vec<ProviderEvent> = provider.stream(request).collect().await;
     events
@@ -165,7 +81,7 @@ async fn request_carries_model_messages_tools_stream_options_and_the_bearer_key(
         parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
     };
     let chunks = run(config, request(vec![bash])).await;
-    let captured = server.await.unwrap();
+    let captured = server.take(0);
 
     assert_eq!(
         chunks,
@@ -222,7 +138,7 @@ async fn request_without_tools_or_key_sends_neither() {
     let body = sse(&[delta(json!({"content": "Hi"}), Some("stop"))]);
     let (base_url, server) = serve_once(ok_sse(&body)).await;
     run(OpenAiConfig::new(base_url), request(vec![])).await;
-    let captured = server.await.unwrap();
+    let captured = server.take(0);
     let body: Value = serde_json::from_slice(&captured.body).unwrap();
     assert_eq!(
         (captured.header("authorization"), body.get("tools")),

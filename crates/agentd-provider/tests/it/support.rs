@@ -1,11 +1,12 @@
-//! Shared helpers: feeding bodies to `openai_chunks` in reads of a given size, building SSE
-//! bodies, folding chunks into one comparable value, and locating the shared fixtures.
+//! Shared helpers: feeding bodies to `openai_chunks` / `anthropic_chunks` in reads of a given
+//! size (and checking every split gives the same chunks), building SSE bodies, folding chunks
+//! into one comparable value, and locating the shared fixtures.
 
 use std::convert::Infallible;
 use std::path::PathBuf;
 
-use agentd_events::{Chunk, Finish};
-use agentd_provider::openai_chunks;
+use agentd_events::{Chunk, ErrorInfo, Finish, FinishKind, Usage};
+use agentd_provider::{anthropic_chunks, openai_chunks};
 use bytes::Bytes;
 use futures_util::{StreamExt, stream};
 
@@ -37,10 +38,72 @@ pub fn reads(body: &[u8], size: usize) -> Vec<Bytes> {
         .collect()
 }
 
-/// Everything `openai_chunks` yields for `body` with `status`, fed in `size`-byte reads.
-pub async fn chunks_of(status: u16, body: &[u8], size: usize) -> Vec<Chunk> {
+/// Read sizes every body is also fed in, besides whole.
+pub const READ_SIZES: [usize; 6] = [1, 2, 3, 5, 7, 64];
+
+/// Which parser a body is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    OpenAi,
+    Anthropic,
+}
+
+/// What the parser for `format` yields for `body` with `status`, in `size`-byte reads.
+pub async fn chunks_in(format: Format, status: u16, body: &[u8], size: usize) -> Vec<Chunk> {
     let body = stream::iter(reads(body, size).into_iter().map(Ok::<_, Infallible>));
-    openai_chunks(status, body).collect().await
+    match format {
+        Format::OpenAi => openai_chunks(status, body).collect().await,
+        Format::Anthropic => anthropic_chunks(status, body).collect().await,
+    }
+}
+
+/// The chunks of `body` read whole, after checking that every read size of [`READ_SIZES`]
+/// gives the same chunks (generated call ids aside: they differ per run, so they are
+/// compared by position).
+pub async fn split_chunks(format: Format, status: u16, body: &[u8]) -> Vec<Chunk> {
+    let whole = chunks_in(format, status, body, usize::MAX).await;
+    for size in READ_SIZES {
+        let split = chunks_in(format, status, body, size).await;
+        assert_eq!(
+            without_generated_ids(&split),
+            without_generated_ids(&whole),
+            "{size}-byte reads differ from the whole body"
+        );
+    }
+    whole
+}
+
+/// `split_chunks` for a Chat Completions body with HTTP 200.
+pub async fn openai_split(body: &[u8]) -> Vec<Chunk> {
+    split_chunks(Format::OpenAi, 200, body).await
+}
+
+/// Whether `id` is one the parser made up (`call_` or `toolu_` and 32 hex digits).
+pub fn is_generated(id: &str) -> bool {
+    let suffix = id
+        .strip_prefix("call_")
+        .or_else(|| id.strip_prefix("toolu_"))
+        .unwrap_or_default();
+    suffix.len() == 32 && suffix.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// `chunks` with every generated call id replaced by `<generated>`.
+pub fn without_generated_ids(chunks: &[Chunk]) -> Vec<Chunk> {
+    chunks
+        .iter()
+        .map(|chunk| match chunk {
+            Chunk::ToolCall {
+                id,
+                name,
+                arguments,
+            } if is_generated(id) => Chunk::ToolCall {
+                id: "<generated>".to_owned(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+            },
+            other => other.clone(),
+        })
+        .collect()
 }
 
 /// An SSE body of `data:` events, one per item, then `data: [DONE]`.
@@ -102,4 +165,40 @@ pub fn replay(chunks: &[Chunk]) -> Replay {
         }
     }
     replay
+}
+
+/// Chunk builders, for whole-value assertions.
+pub fn text(content: &str) -> Chunk {
+    Chunk::Text {
+        content: content.to_owned(),
+    }
+}
+
+pub fn call(id: &str, name: &str, arguments: &str) -> Chunk {
+    Chunk::ToolCall {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        arguments: arguments.to_owned(),
+    }
+}
+
+pub fn finish(kind: FinishKind, usage: Option<Usage>) -> Chunk {
+    Chunk::Finish(Finish {
+        kind,
+        usage,
+        error: None,
+    })
+}
+
+pub fn failed(code: &str, message: &str) -> Chunk {
+    Chunk::Finish(Finish::error(ErrorInfo::new(code, message)))
+}
+
+pub fn usage(input: u64, output: u64, cached: u64, reasoning: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: cached,
+        reasoning_tokens: reasoning,
+    }
 }

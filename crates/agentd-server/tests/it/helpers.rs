@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentd_engine::{Engine, EngineConfig};
-use agentd_provider::{OpenAiConfig, OpenAiProvider};
+use agentd_provider::{OpenAiConfig, OpenAiProvider, RetryConfig};
 use agentd_server::AppState;
 use agentd_store::SqliteStore;
 use agentd_testkit::{Reply, ScriptedModel};
@@ -59,7 +59,17 @@ pub async fn spawn_app_with(
     let model = ScriptedModel::start(replies).await;
     let url = format!("sqlite://{}", dir.path().join("agentd.db").display());
     let store = Arc::new(SqliteStore::open(&url).await.unwrap());
-    let provider = Arc::new(OpenAiProvider::new(OpenAiConfig::new(model.base_url())).unwrap());
+    let provider = Arc::new(
+        OpenAiProvider::new(OpenAiConfig {
+            // Retries wait milliseconds here, not the default half second.
+            retry: RetryConfig {
+                base_delay: Duration::from_millis(5),
+                ..RetryConfig::default()
+            },
+            ..OpenAiConfig::new(model.base_url())
+        })
+        .unwrap(),
+    );
     let tools = default_toolbox(BashConfig {
         timeout: Duration::from_secs(20),
         ..BashConfig::default()

@@ -7,6 +7,7 @@
 mod events;
 mod helpers;
 mod perimeter;
+mod provider_kinds;
 mod recovery;
 mod sessions;
 mod streams;

@@ -222,14 +222,19 @@ async fn max_tokens_finish_never_runs_tools() {
 
 #[tokio::test]
 async fn a_failed_model_request_ends_the_turn_with_status_and_message() {
-    let app = spawn_app(vec![Reply::http_error(
-        429,
-        "rate_limit_error",
-        "Rate limit reached for requests",
-    )])
-    .await;
+    let limited = || Reply::http_error(429, "rate_limit_error", "Rate limit reached for requests");
+    let app = spawn_app(vec![limited(), limited(), limited()]).await;
     let session = app.create_session(json!({})).await;
     let seen = app.run_turn(&session, "hi").await;
+    // Three attempts in all: two retries, each announced, then the error.
+    let retries: Vec<_> = seen
+        .iter()
+        .filter(|s| s.event == "provider/retry")
+        .collect();
+    assert_eq!(retries.len(), 2);
+    assert_eq!(retries[0].data["data"]["attempt"], json!(2));
+    assert_eq!(retries[0].data["data"]["status"], json!(429));
+    assert_eq!(app.model.requests().len(), 3);
     let end = &seen.last().unwrap().data["data"];
     assert_eq!(end["kind"], json!("error"));
     assert_eq!(end["error"]["status"], json!(429));

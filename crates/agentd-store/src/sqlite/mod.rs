@@ -6,8 +6,6 @@
 //! WAL. `synchronous=NORMAL`: a committed event survives a crash of the process (what the
 //! server promises); a power loss may drop the last transactions (set FULL for that).
 
-mod rows;
-
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -23,7 +21,7 @@ use uuid::Uuid;
 use crate::EventStore;
 use crate::error::{Error, Result};
 use crate::model::{BeginTurn, NewSession, Session, StoredEvent, Turn};
-use rows::{SESSION_COLUMNS, TURN_COLUMNS};
+use crate::rows::{self, SESSION_COLUMNS, TURN_COLUMNS};
 
 /// How long a write waits for another process's lock on the file before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

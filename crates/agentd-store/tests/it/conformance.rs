@@ -500,3 +500,44 @@ pub async fn a_lapsed_lease_marks_the_turn_expired_and_renewal_keeps_it(store: &
         Err(Error::TurnNotRunning(_))
     ));
 }
+
+/// Two stores (two replicas) on one database: concurrent begins start one turn, and
+/// concurrent appends by the winner through both handles leave seqs gapless and ordered.
+pub async fn two_writers_never_interleave_or_gap(a: &dyn EventStore, b: &dyn EventStore) {
+    let session_id = new_session(a).await;
+    let attempts = (0..10).map(|i| {
+        let store = if i % 2 == 0 { a } else { b };
+        async move {
+            store
+                .begin_turn(session_id, Uuid::new_v4(), "race", None, LEASE)
+                .await
+        }
+    });
+    let results = join_all(attempts).await;
+    let winners: Vec<Uuid> = results
+        .iter()
+        .filter_map(|r| match r {
+            Ok(BeginTurn::Started(turn, _)) => Some(turn.id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(winners.len(), 1);
+    let turn_id = winners[0];
+    let appends = (0..40).map(|i| {
+        let store = if i % 2 == 0 { a } else { b };
+        async move {
+            store
+                .append(session_id, turn_id, &[text(&i.to_string())])
+                .await
+        }
+    });
+    for result in join_all(appends).await {
+        result.unwrap();
+    }
+    let seqs: Vec<u64> = all_events(a, session_id)
+        .await
+        .iter()
+        .map(|e| e.0)
+        .collect();
+    assert_eq!(seqs, (1..=41).collect::<Vec<_>>());
+}

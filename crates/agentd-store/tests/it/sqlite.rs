@@ -51,3 +51,11 @@ async fn events_survive_reopening_the_file() {
     let store = SqliteStore::open(&url).await.unwrap();
     assert_eq!(conformance::all_events(&store, session_id).await, before);
 }
+
+#[tokio::test]
+async fn two_handles_on_one_file_never_interleave_or_gap() {
+    let (dir, a) = store().await;
+    let url = format!("sqlite://{}", dir.path().join("agentd.db").display());
+    let b = SqliteStore::open(&url).await.unwrap();
+    conformance::two_writers_never_interleave_or_gap(&a, &b).await;
+}

@@ -21,9 +21,21 @@ impl Server {
     /// Starts the binary on `127.0.0.1:0` over `data_dir`, pointed at `model_url`, and waits
     /// until it listens (reads the address from its log).
     pub async fn start(data_dir: &Path, model_url: &str, grace_secs: u64) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentd"))
+        Self::start_with(data_dir, model_url, grace_secs, &[]).await
+    }
+
+    /// [`Server::start`] with extra environment variables (e.g. the database URL).
+    pub async fn start_with(
+        data_dir: &Path,
+        model_url: &str,
+        grace_secs: u64,
+        extra: &[(&str, String)],
+    ) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
+        command.env_clear();
+        command.envs(extra.iter().map(|(k, v)| (*k, v.as_str())));
+        let mut child = command
             .arg("serve")
-            .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("AGENTD_ADDR", "127.0.0.1:0")
             .env("AGENTD_DATA_DIR", data_dir)
@@ -134,6 +146,40 @@ impl Server {
             while let Some(Ok(event)) = stream.next().await {
                 if let Ok(data) = serde_json::from_str(&event.data) {
                     seen.push((event.id.parse().unwrap(), data));
+                }
+            }
+            seen
+        })
+    }
+}
+
+impl Server {
+    /// Reads the session's SSE stream from `after` until the first `turn/end`, as (id, type).
+    pub async fn follow_until_turn_end(&self, session: &str, after: u64) -> Vec<(u64, String)> {
+        self.follow_live_until_turn_end(session, after)
+            .await
+            .unwrap()
+    }
+
+    /// [`Server::follow_until_turn_end`] in the background, started now.
+    pub fn follow_live_until_turn_end(
+        &self,
+        session: &str,
+        after: u64,
+    ) -> tokio::task::JoinHandle<Vec<(u64, String)>> {
+        let request = self
+            .client
+            .get(self.url(&format!("/sessions/{session}/events?after={after}")))
+            .header("accept", "text/event-stream");
+        tokio::spawn(async move {
+            let mut seen = Vec::new();
+            let response = request.send().await.unwrap();
+            let mut stream = response.bytes_stream().eventsource();
+            while let Some(Ok(event)) = stream.next().await {
+                let end = event.event == "turn/end";
+                seen.push((event.id.parse().unwrap(), event.event));
+                if end {
+                    break;
                 }
             }
             seen

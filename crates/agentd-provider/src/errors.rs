@@ -2,8 +2,10 @@
 //! response, and an error object (or `event: error`) inside a stream. Pure; no IO.
 //!
 //! Shapes understood: `{"error":{"message","type","code"}}` (OpenAI, DeepSeek, llama.cpp,
-//! Ollama), `{"error":"text"}`, and vLLM's older top-level
-//! `{"object":"error","message","type"}`. Anything else is shown as text.
+//! Ollama; Anthropic wraps the same object as `{"type":"error","error":{..}}`),
+//! `{"error":"text"}`, and vLLM's older top-level `{"object":"error","message","type"}`.
+//! Anything else (an HTML error page from a proxy) is shown as text, cut to
+//! [`MAX_MESSAGE_BYTES`].
 
 use agentd_events::ErrorInfo;
 use serde_json::{Map, Value};
@@ -13,13 +15,13 @@ const HTTP_ERROR: &str = "provider_http_error";
 /// Code of an error reported inside a stream that names no usable error type.
 const STREAM_ERROR: &str = "provider_stream_error";
 /// How much of a provider's text an error message keeps, in bytes.
-pub(super) const MAX_MESSAGE_BYTES: usize = 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 1024;
 
 /// An HTTP error response (`status` outside 2xx) as a finish error carrying `status`.
 /// The code is the body's error `type` (or `code`) when snake_case, else
 /// `provider_http_error`; the message is the body's, else its text trimmed and truncated to
 /// [`MAX_MESSAGE_BYTES`], else the status line.
-pub(super) fn http_error(status: u16, body: &[u8]) -> ErrorInfo {
+pub(crate) fn http_error(status: u16, body: &[u8]) -> ErrorInfo {
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
     let mut info = match serde_json::from_str::<Value>(text)
@@ -36,7 +38,7 @@ pub(super) fn http_error(status: u16, body: &[u8]) -> ErrorInfo {
 }
 
 /// The data of an SSE event named `error`, JSON or plain text.
-pub(super) fn stream_event_error(data: &str) -> ErrorInfo {
+pub(crate) fn stream_event_error(data: &str) -> ErrorInfo {
     let data = data.trim();
     match serde_json::from_str::<Value>(data)
         .ok()
@@ -52,12 +54,12 @@ pub(super) fn stream_event_error(data: &str) -> ErrorInfo {
 /// The error a stream's `data:` object reports, if it reports one (a non-empty `error`
 /// member, as the OpenAI SDKs check, or `"object":"error"`). `raw` is the data text, shown
 /// when the object carries no message.
-pub(super) fn stream_data_error(value: &Value, raw: &str) -> Option<ErrorInfo> {
+pub(crate) fn stream_data_error(value: &Value, raw: &str) -> Option<ErrorInfo> {
     reported(value).map(|report| report.info(STREAM_ERROR, raw))
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, with `…` when cut.
-pub(super) fn truncate(text: &str, max: usize) -> String {
+pub(crate) fn truncate(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }

@@ -13,7 +13,7 @@ use crate::Error;
 
 /// The limits of one request, fixed when it starts.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Limits {
+pub(crate) struct Limits {
     /// When the whole request must be over; `None` if `request_timeout` is too large to add.
     end: Option<Instant>,
     request_timeout: Duration,
@@ -22,7 +22,7 @@ pub(super) struct Limits {
 
 impl Limits {
     /// Starts the overall clock now.
-    pub(super) fn start(request_timeout: Duration, idle_timeout: Duration) -> Self {
+    pub(crate) fn start(request_timeout: Duration, idle_timeout: Duration) -> Self {
         Limits {
             end: Instant::now().checked_add(request_timeout),
             request_timeout,
@@ -32,7 +32,7 @@ impl Limits {
 
     /// Runs `step` (one wait for headers or for one read) within both limits; on expiry
     /// returns [`Error::Timeout`] naming the limit that ran out.
-    pub(super) async fn within<F: Future>(&self, step: F) -> Result<F::Output, Error> {
+    pub(crate) async fn within<F: Future>(&self, step: F) -> Result<F::Output, Error> {
         let idle_end = Instant::now().checked_add(self.idle_timeout);
         let (at, idle) = match (idle_end, self.end) {
             (Some(idle_end), Some(end)) if end <= idle_end => (Some(end), false),
@@ -58,7 +58,7 @@ impl Limits {
     }
 
     /// `body` with every read held to both limits. Ends after the first error.
-    pub(super) fn body<S>(self, body: S) -> impl Stream<Item = Result<Bytes, Error>>
+    pub(crate) fn body<S>(self, body: S) -> impl Stream<Item = Result<Bytes, Error>>
     where
         S: Stream<Item = reqwest::Result<Bytes>>,
     {

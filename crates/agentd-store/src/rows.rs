@@ -1,0 +1,142 @@
+//! Reading rows back into the store's records, for every backend.
+//!
+//! Both schemas store ids, times and JSON as text and numbers as 64-bit integers, so one
+//! mapping serves them through [`Cells`].
+
+use std::sync::Arc;
+
+use agentd_events::{ErrorInfo, TurnEndKind, Usage};
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use sqlx::sqlite::SqliteRow;
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use crate::model::{Session, SessionStatus, StoredEvent, Turn, TurnStatus};
+
+/// The typed cells the mappings read, implemented for each backend's row.
+pub(crate) trait Cells {
+    fn text(&self, column: &str) -> Result<String>;
+    fn opt_text(&self, column: &str) -> Result<Option<String>>;
+    fn int(&self, column: &str) -> Result<i64>;
+    fn opt_int(&self, column: &str) -> Result<Option<i64>>;
+}
+
+macro_rules! cells_for {
+    ($row:ty) => {
+        impl Cells for $row {
+            fn text(&self, column: &str) -> Result<String> {
+                Ok(self.try_get(column)?)
+            }
+            fn opt_text(&self, column: &str) -> Result<Option<String>> {
+                Ok(self.try_get(column)?)
+            }
+            fn int(&self, column: &str) -> Result<i64> {
+                Ok(self.try_get(column)?)
+            }
+            fn opt_int(&self, column: &str) -> Result<Option<i64>> {
+                Ok(self.try_get(column)?)
+            }
+        }
+    };
+}
+
+cells_for!(SqliteRow);
+cells_for!(PgRow);
+
+pub(crate) const SESSION_COLUMNS: &str = "id, title, model, system, tools, max_steps, \
+     active_turn_id, last_seq, usage, created_at, updated_at";
+
+pub(crate) const TURN_COLUMNS: &str = "t.id, t.session_id, t.status, t.end_kind, t.started_at, \
+     t.ended_at, t.first_seq, t.last_seq, t.usage, t.error, s.last_seq AS session_last_seq";
+
+pub(crate) fn session(row: &impl Cells) -> Result<Session> {
+    let active_turn_id = opt_uuid(row.opt_text("active_turn_id")?)?;
+    Ok(Session {
+        id: uuid(&row.text("id")?)?,
+        title: row.opt_text("title")?,
+        model: row.opt_text("model")?,
+        system: row.opt_text("system")?,
+        tools: opt_json(row.opt_text("tools")?)?,
+        max_steps: row.opt_int("max_steps")?.map(clamp_u32),
+        status: if active_turn_id.is_some() {
+            SessionStatus::Running
+        } else {
+            SessionStatus::Idle
+        },
+        active_turn_id,
+        last_seq: seq(row.int("last_seq")?),
+        usage: json(&row.text("usage")?)?,
+        created_at: time(&row.text("created_at")?)?,
+        updated_at: time(&row.text("updated_at")?)?,
+    })
+}
+
+pub(crate) fn turn(row: &impl Cells) -> Result<Turn> {
+    let status = match row.text("status")?.as_str() {
+        "running" => TurnStatus::Running,
+        _ => TurnStatus::Ended,
+    };
+    let end_kind: Option<TurnEndKind> = row
+        .opt_text("end_kind")?
+        .map(|kind| json(&format!("\"{kind}\"")))
+        .transpose()?;
+    // A running turn's last event is the session's last event.
+    let last_seq = match status {
+        TurnStatus::Running => row.int("session_last_seq")?,
+        TurnStatus::Ended => row.int("last_seq")?,
+    };
+    Ok(Turn {
+        id: uuid(&row.text("id")?)?,
+        session_id: uuid(&row.text("session_id")?)?,
+        status,
+        end_kind,
+        started_at: time(&row.text("started_at")?)?,
+        ended_at: row.opt_text("ended_at")?.map(|t| time(&t)).transpose()?,
+        first_seq: seq(row.int("first_seq")?),
+        last_seq: seq(last_seq),
+        usage: json::<Usage>(&row.text("usage")?)?,
+        error: opt_json::<ErrorInfo>(row.opt_text("error")?)?,
+    })
+}
+
+pub(crate) fn event(row: &impl Cells) -> Result<StoredEvent> {
+    Ok(StoredEvent {
+        seq: seq(row.int("seq")?),
+        event_type: Arc::from(row.text("type")?),
+        json: Arc::from(row.text("body")?),
+    })
+}
+
+pub(crate) fn uuid(text: &str) -> Result<Uuid> {
+    Uuid::parse_str(text).map_err(|e| Error::Corrupt(format!("id {text:?}: {e}")))
+}
+
+fn opt_uuid(text: Option<String>) -> Result<Option<Uuid>> {
+    text.as_deref().map(uuid).transpose()
+}
+
+fn time(text: &str) -> Result<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| Error::Corrupt(format!("time {text:?}: {e}")))
+}
+
+fn json<T: DeserializeOwned>(text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::Corrupt(format!("json {text:?}: {e}")))
+}
+
+fn opt_json<T: DeserializeOwned>(text: Option<String>) -> Result<Option<T>> {
+    text.as_deref().map(json).transpose()
+}
+
+/// SQLite integers are i64; seqs are never negative.
+pub(crate) fn seq(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn clamp_u32(value: i64) -> u32 {
+    u32::try_from(value.max(0)).unwrap_or(u32::MAX)
+}

@@ -13,7 +13,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends bash coreutils ca-certificates curl tini \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --create-home --home-dir /var/lib/agentd --uid 10001 agentd \
- && mkdir -p /data && chown agentd:agentd /data
+ && mkdir -p /data/workspaces && chown -R agentd:agentd /data
 COPY --from=build /src/target/release/agentd /usr/local/bin/agentd
 USER agentd
 ENV AGENTD_ADDR=0.0.0.0:8080 \

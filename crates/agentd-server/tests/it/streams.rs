@@ -187,3 +187,67 @@ async fn keep_alive_comments_flow_during_a_silent_tool_call() {
         "{comments} keep-alives during a 2 s tool call:\n{body}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_sessions_streaming_300_chunks_at_once_lose_and_repeat_nothing() {
+    let chunks = pieces(300);
+    let script: Vec<Reply> = (0..20)
+        .map(|_| Reply::text_chunks(&refs(&chunks)))
+        .collect();
+    let app = spawn_app(script).await;
+    let mut sessions = Vec::new();
+    for _ in 0..20 {
+        sessions.push(app.create_session(json!({})).await);
+    }
+    let started = std::time::Instant::now();
+    let turns = sessions
+        .iter()
+        .map(|session| app.run_turn(session, "stream"));
+    let streams = futures_util::future::join_all(turns).await;
+    println!("20 x 300 chunks over SSE in {:?}", started.elapsed());
+    for (session, seen) in sessions.iter().zip(&streams) {
+        let texts = seen
+            .iter()
+            .filter(|s| s.event == "assistant/chunk" && s.data["data"]["type"] == "text")
+            .count();
+        assert_eq!(texts, 300, "delivered once each");
+        let ids: Vec<u64> = seen.iter().map(|s| s.id.parse().unwrap()).collect();
+        assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+        assert_eq!(
+            seen.last().unwrap().data["data"]["kind"],
+            json!("completed")
+        );
+        let stored = app.replay(session, "", None).await;
+        assert_eq!(&stored, seen, "stored once each, as delivered");
+    }
+}
+
+#[tokio::test]
+async fn keep_alive_comments_flow_during_a_20_second_silent_tool_call() {
+    // The one real 20 s wait: the default 15 s keep-alive must fire during the tool.
+    let app = spawn_app(vec![
+        Reply::tool_call("s", "bash", json!({"command": "sleep 20"})),
+        Reply::text("done"),
+    ])
+    .await;
+    let session = app.create_session(json!({})).await;
+    let response = app
+        .client
+        .post(app.url(&format!("/sessions/{session}/turns")))
+        .header("accept", "text/event-stream")
+        .json(&json!({"content": "wait"}))
+        .send()
+        .await
+        .unwrap();
+    let body = tokio::time::timeout(Duration::from_secs(60), response.text())
+        .await
+        .unwrap()
+        .unwrap();
+    let start = body.find("event: tool/start").unwrap();
+    let result = body.find("event: tool/result").unwrap();
+    assert_eq!(
+        body[start..result].matches(": keep-alive\n\n").count(),
+        1,
+        "{body}"
+    );
+}

@@ -12,13 +12,16 @@ use agentd_provider::{ModelRequest, ProviderEvent};
 use agentd_store::Session;
 use agentd_tools::{ToolContext, ToolOutput};
 use chrono::Utc;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::Inner;
 use crate::control::TurnControl;
 use crate::error::Result;
+
+/// Most chunks stored in one transaction when the provider delivers a burst.
+const MAX_BATCH: usize = 64;
 
 /// Text of the result given to calls that never ran because the turn was stopped.
 const SKIPPED: &str = "error: not executed: the turn was stopped before this call ran";
@@ -141,19 +144,39 @@ impl TurnRun {
                 }
                 item = stream.next() => item,
             };
-            match item {
-                Some(ProviderEvent::Chunk(chunk)) => {
-                    let last = matches!(chunk, Chunk::Finish(_));
-                    assembler.push(&chunk);
-                    self.append(vec![EventData::AssistantChunk(chunk)]).await?;
-                    if last {
+            let Some(first) = item else { break };
+            // Whatever else the provider has ready goes into the same transaction: one
+            // commit per burst, not per chunk, and nothing waits for more to arrive.
+            let mut batch = vec![first];
+            let mut ended = false;
+            while batch.len() < MAX_BATCH {
+                match stream.next().now_or_never() {
+                    Some(Some(item)) => batch.push(item),
+                    Some(None) => {
+                        ended = true;
                         break;
                     }
+                    None => break,
                 }
-                Some(ProviderEvent::Retry(retry)) => {
-                    self.append(vec![EventData::ProviderRetry(retry)]).await?;
+            }
+            let mut data = Vec::with_capacity(batch.len());
+            let mut finished = false;
+            for item in batch {
+                match item {
+                    ProviderEvent::Chunk(chunk) => {
+                        finished = matches!(chunk, Chunk::Finish(_));
+                        assembler.push(&chunk);
+                        data.push(EventData::AssistantChunk(chunk));
+                    }
+                    ProviderEvent::Retry(retry) => data.push(EventData::ProviderRetry(retry)),
                 }
-                None => break,
+                if finished {
+                    break;
+                }
+            }
+            self.append(data).await?;
+            if finished || ended {
+                break;
             }
         }
         Ok(Some(assembler.finish()))

@@ -7,10 +7,11 @@ COPY migrations migrations
 RUN cargo build --release --locked -p agentd
 
 FROM debian:bookworm-slim
-# bash and coreutils run the model's commands; tini reaps orphaned tool processes (agentd
-# must not be PID 1); curl serves the health check; ca-certificates for HTTPS to providers.
+# bash and coreutils run the model's commands; bubblewrap sandboxes them (and chrt, from
+# util-linux, runs them at idle priority); tini reaps orphaned tool processes (agentd must
+# not be PID 1); curl serves the health check; ca-certificates for HTTPS to providers.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends bash coreutils ca-certificates curl tini \
+ && apt-get install -y --no-install-recommends bash coreutils util-linux bubblewrap ca-certificates curl tini \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --create-home --home-dir /var/lib/agentd --uid 10001 agentd \
  && mkdir -p /data/workspaces && chown -R agentd:agentd /data

@@ -13,9 +13,12 @@ use async_trait::async_trait;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
+use crate::args::kind;
 use crate::command::{CommandSpec, NoSandbox, Sandbox};
+use crate::limits::ResourceLimits;
 use crate::output::Captured;
 use crate::process::{self, Ending, Finished, Limits};
+use crate::spill::{OUTPUT_DIR, Spill};
 use crate::{Tool, ToolContext, ToolOutput};
 
 /// Limits of the `bash` tool.
@@ -27,6 +30,11 @@ pub struct BashConfig {
     /// Bytes of output kept per call: the first half and the last half; what lies between
     /// is replaced by a note. Default 32 KiB (32768 bytes).
     pub output_cap: usize,
+    /// Bytes of a call's output kept in `.agentd/output/<call id>.log` in the workspace
+    /// once the output exceeds `output_cap` (the note then names the file). Default 64 MiB.
+    pub full_output_limit: u64,
+    /// The rlimits of the command and everything it starts.
+    pub limits: ResourceLimits,
 }
 
 impl Default for BashConfig {
@@ -34,6 +42,8 @@ impl Default for BashConfig {
         Self {
             timeout: Duration::from_secs(120),
             output_cap: 32 * 1024,
+            full_output_limit: 64 << 20,
+            limits: ResourceLimits::default(),
         }
     }
 }
@@ -68,18 +78,22 @@ impl Tool for BashTool {
     fn spec(&self) -> ToolSpec {
         let max = self.max_timeout_secs();
         let cap = self.config.output_cap;
-        let description = format!(
+        let mut description = format!(
             "Runs a command with `bash -c` in this session's workspace directory (the working \
              directory and $HOME; files there persist between calls). Non-interactive: stdin \
              is empty, so anything waiting for input gets end-of-file; use flags such as `-y` \
              or `--no-pager`. stdout and stderr are merged in the order written. Output \
-             beyond {cap} bytes is cut: its start and end are kept with a note in between, so \
-             narrow long output with grep, head or tail. The command is killed after \
-             `timeout_secs` (default and maximum {max} s). The environment holds only PATH, \
-             HOME, LANG and TERM. Nothing keeps running after the call: background processes \
-             are killed when the command exits. A non-zero exit is reported as `[exit code N]` \
-             at the end."
+             beyond {cap} bytes is cut: its start and end are kept with a note in between \
+             naming a file under {OUTPUT_DIR}/ that holds all of it, so narrow long output \
+             with grep, head or tail. The command is killed after `timeout_secs` (default and \
+             maximum {max} s). The environment holds only PATH, HOME, LANG and TERM. Nothing \
+             keeps running after the call: background processes are killed when the command \
+             exits. A non-zero exit is reported as `[exit code N]` at the end."
         );
+        if let Some(limits) = self.sandbox.describe() {
+            description.push(' ');
+            description.push_str(&limits);
+        }
         ToolSpec {
             name: "bash".to_owned(),
             description,
@@ -123,8 +137,14 @@ impl Tool for BashTool {
         let limits = Limits {
             timeout,
             output_cap: self.config.output_cap,
+            rlimits: self.config.limits,
         };
-        match process::run(&spec, limits, &ctx.cancel).await {
+        let spill = Spill::new(
+            ctx.workspace.clone(),
+            &ctx.call_id,
+            self.config.full_output_limit,
+        );
+        match process::run(&spec, limits, &ctx.cancel, Some(spill)).await {
             Ok(finished) => report(finished, timeout),
             Err(err) => ToolOutput::error(format!("could not run bash: {err}")),
         }
@@ -185,18 +205,6 @@ impl Args {
             command,
             timeout_secs,
         })
-    }
-}
-
-/// "a string", "an array", …: what the model sent where something else was expected.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -1,11 +1,11 @@
 //! What a tool process is started with, as plain data, and the seam where a sandbox wraps it.
 //!
 //! A tool builds a [`CommandSpec`] (program, arguments, cwd, the whole environment); a
-//! [`Sandbox`] may rewrite it (e.g. into `bwrap … -- bash -c …`, issue 4); the process
-//! runner starts exactly that. The parts every tool process needs whatever the sandbox
-//! (stdin from `/dev/null`, its own process group, an environment cleared down to
-//! [`CommandSpec::env`], kill on timeout) are applied by the runner, not here, so no
-//! sandbox can forget them.
+//! [`Sandbox`] may rewrite it (e.g. into `bwrap … -- bash -c …`, see `crate::sandbox`);
+//! the process runner starts exactly that. The parts every tool process needs whatever the
+//! sandbox (stdin from `/dev/null`, its own process group, an environment cleared down to
+//! [`CommandSpec::env`], rlimits, death with the server, kill on timeout) are applied by the
+//! runner, not here, so no sandbox can forget them.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -25,6 +25,9 @@ pub struct CommandSpec {
     pub args: Vec<OsString>,
     /// The working directory.
     pub cwd: PathBuf,
+    /// The directory the process works on: the only one a sandbox lets it write (besides
+    /// a private `/tmp`). The session's workspace.
+    pub workspace: PathBuf,
     /// The whole environment of the process; nothing else is inherited.
     pub env: Vec<(OsString, OsString)>,
 }
@@ -42,7 +45,8 @@ impl CommandSpec {
         Self {
             program: "bash".into(),
             args: vec!["-c".into(), script.into()],
-            cwd: workspace,
+            cwd: workspace.clone(),
+            workspace,
             env,
         }
     }
@@ -54,6 +58,12 @@ pub trait Sandbox: Send + Sync + fmt::Debug {
     /// The command to start in place of `command`. An error (say, the sandbox binary is
     /// missing) becomes a failed tool call; the command is then not run at all.
     fn wrap(&self, command: CommandSpec) -> io::Result<CommandSpec>;
+
+    /// What the model should know about the confinement (say, "no network"), added to the
+    /// tool's description; `None` when there is nothing to say.
+    fn describe(&self) -> Option<String> {
+        None
+    }
 }
 
 /// No confinement beyond what the process runner always applies: runs the command as is.

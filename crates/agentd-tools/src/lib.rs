@@ -1,8 +1,13 @@
 //! agentd's tools: what the model may call, run in the session's workspace.
 //!
-//! Owns the [`Tool`] trait, the [`Toolbox`] of named tools, the per-session [`Workspaces`]
-//! and the tools themselves. A tool never fails the turn: every failure is a [`ToolOutput`]
-//! with `is_error: true` that the model reads. It must not touch the event log or providers.
+//! Owns the [`Tool`] trait, the [`Toolbox`] of named tools, the per-session [`Workspaces`],
+//! the tools themselves (`bash` and the file tools), confinement of file paths to the
+//! workspace ([`WorkspaceDir`]) and of processes to an OS sandbox ([`SandboxMode::probe`]).
+//! A tool never fails the turn: every failure is a [`ToolOutput`] with `is_error: true`
+//! that the model reads. It must not touch the event log or providers.
+//!
+//! At startup the binary calls [`sandboxed_toolbox`] (or [`SandboxMode::probe`] and then
+//! [`toolbox`]) and refuses to start on its error.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,21 +17,61 @@ use agentd_events::ToolSpec;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+mod args;
 mod bash;
 mod command;
+mod confine;
+mod files;
+mod limits;
 mod output;
 mod process;
+mod sandbox;
+mod spill;
 mod workspace;
 
 pub use bash::{BashConfig, BashTool};
 pub use command::{CommandSpec, NoSandbox, SAFE_PATH, Sandbox};
+pub use confine::{PathError, WorkspaceDir};
+pub use files::{EditFileTool, GlobTool, GrepTool, ListDirTool, ReadFileTool, WriteFileTool};
+pub use limits::ResourceLimits;
 pub use process::EXIT_GRACE;
+pub use sandbox::{
+    ActiveSandbox, Bubblewrap, SandboxConfig, SandboxError, SandboxMode, SandboxRequest,
+};
+pub use spill::OUTPUT_DIR;
 pub use workspace::Workspaces;
 
-/// The tools the server offers by default: `bash` with `config`, unconfined
-/// ([`NoSandbox`]).
+/// Every tool: `bash` with `config` and every command wrapped by `sandbox`, and the file
+/// tools `read_file`, `write_file`, `edit_file`, `list_dir`, `glob` and `grep`.
+pub fn toolbox(config: BashConfig, sandbox: Arc<dyn Sandbox>) -> Toolbox {
+    Toolbox::new(vec![
+        Arc::new(BashTool::with_sandbox(config, sandbox)),
+        Arc::new(ReadFileTool),
+        Arc::new(WriteFileTool),
+        Arc::new(EditFileTool),
+        Arc::new(ListDirTool),
+        Arc::new(GlobTool),
+        Arc::new(GrepTool),
+    ])
+}
+
+/// What the server calls at startup: probes the sandbox `sandbox` asks for
+/// ([`SandboxMode::probe`]) and returns every tool ([`toolbox`]) confined by it, with the
+/// mode in force (for `/healthz`). Errors: no acceptable sandbox works here; the server
+/// must then refuse to start (the message tells the operator what to do).
+pub async fn sandboxed_toolbox(
+    config: BashConfig,
+    sandbox: &SandboxConfig,
+) -> Result<(Toolbox, SandboxMode), SandboxError> {
+    let active = SandboxMode::probe(sandbox).await?;
+    Ok((toolbox(config, active.sandbox), active.mode))
+}
+
+/// Every tool ([`toolbox`]) with `bash` UNCONFINED ([`NoSandbox`]): for tests, and for
+/// callers that decided on no sandbox themselves. A server should use
+/// [`sandboxed_toolbox`].
 pub fn default_toolbox(config: BashConfig) -> Toolbox {
-    Toolbox::new(vec![Arc::new(BashTool::new(config))])
+    toolbox(config, Arc::new(NoSandbox))
 }
 
 /// Where and under what conditions one tool call runs.

@@ -45,6 +45,24 @@ impl CappedOutput {
         }
     }
 
+    /// Whether pushing `more` bytes would drop some, for the first time: until then the
+    /// buffer holds everything pushed, see [`CappedOutput::everything`].
+    pub(crate) fn first_overflow(&self, more: usize) -> bool {
+        !self.truncated() && self.total + more as u64 > (self.head_cap + self.tail_cap) as u64
+    }
+
+    /// Whether bytes have been dropped from the middle.
+    pub(crate) fn truncated(&self) -> bool {
+        ((self.head.len() + self.tail.len()) as u64) < self.total
+    }
+
+    /// Everything pushed so far, in order, as long as nothing has been dropped (else a
+    /// head and tail with a gap between them).
+    pub(crate) fn everything(&self) -> [&[u8]; 3] {
+        let (front, back) = self.tail.as_slices();
+        [&self.head, front, back]
+    }
+
     /// Appends `bytes`, dropping from the middle what no longer fits.
     pub(crate) fn push(&mut self, mut bytes: &[u8]) {
         self.total += bytes.len() as u64;
@@ -65,9 +83,10 @@ impl CappedOutput {
     }
 
     /// The text: everything when nothing was dropped, else head, a note saying how much
-    /// was omitted, and tail. A character cut in two at either edge of the gap is dropped
-    /// whole (and counted as omitted) instead of becoming U+FFFD.
-    pub(crate) fn finish(self) -> Captured {
+    /// was omitted (and `whereabouts`: where the full output can be found), and tail. A
+    /// character cut in two at either edge of the gap is dropped whole (and counted as
+    /// omitted) instead of becoming U+FFFD.
+    pub(crate) fn finish(self, whereabouts: Option<&str>) -> Captured {
         let (tail_front, tail_back) = self.tail.as_slices();
         let kept = (self.head.len() + self.tail.len()) as u64;
         if kept == self.total {
@@ -85,8 +104,9 @@ impl CappedOutput {
         tail.extend_from_slice(tail_back);
         let tail = &tail[continuation_prefix_len(&tail)..];
         let omitted = self.total - (head.len() + tail.len()) as u64;
+        let whereabouts = whereabouts.map(|w| format!("; {w}")).unwrap_or_default();
         let text = format!(
-            "{}\n[... {omitted} bytes omitted; output was {} bytes in total ...]\n{}",
+            "{}\n[... {omitted} bytes omitted; output was {} bytes in total{whereabouts} ...]\n{}",
             String::from_utf8_lossy(head),
             self.total,
             String::from_utf8_lossy(tail),
@@ -142,7 +162,7 @@ mod tests {
         for bytes in pushes {
             output.push(bytes);
         }
-        output.finish()
+        output.finish(None)
     }
 
     fn whole(text: &str) -> Captured {
@@ -219,6 +239,30 @@ mod tests {
             captured(8, &[text.as_bytes()]),
             cut("ab\n[... 12 bytes omitted; output was 16 bytes in total ...]\né")
         );
+    }
+
+    #[test]
+    fn the_note_says_where_the_full_output_is() {
+        let mut output = CappedOutput::new(4);
+        output.push(b"abcdef");
+        assert_eq!(
+            output.finish(Some("all of it is in out.log")),
+            cut(
+                "ab\n[... 2 bytes omitted; output was 6 bytes in total; all of it is in out.log ...]\nef"
+            )
+        );
+    }
+
+    #[test]
+    fn the_first_overflow_is_seen_once_and_everything_is_kept_until_then() {
+        let mut output = CappedOutput::new(4);
+        output.push(b"ab");
+        assert!(!output.first_overflow(2));
+        output.push(b"cd");
+        assert_eq!(output.everything().concat(), b"abcd");
+        assert!(output.first_overflow(1));
+        output.push(b"e");
+        assert!(!output.first_overflow(1));
     }
 
     #[test]

@@ -22,7 +22,9 @@ use tokio::time::{Instant, timeout, timeout_at};
 use tokio_util::sync::CancellationToken;
 
 use crate::command::CommandSpec;
+use crate::limits::{self, ResourceLimits};
 use crate::output::{CappedOutput, Captured};
+use crate::spill::Spill;
 
 /// How long output is still read after the process exits, while something it left behind
 /// (`sleep 300 &`) holds the pipe open, before the group is killed: 100 ms.
@@ -45,6 +47,8 @@ pub(crate) struct Limits {
     pub(crate) timeout: Duration,
     /// Bytes of output kept (head and tail halves).
     pub(crate) output_cap: usize,
+    /// The rlimits the process starts with.
+    pub(crate) rlimits: ResourceLimits,
 }
 
 /// How a run ended.
@@ -68,15 +72,18 @@ pub(crate) struct Finished {
 }
 
 /// Starts `spec` and waits for it to exit, time out or be cancelled; then kills its
-/// process group and returns the capped output. An error means it could not be started
-/// or its output could not be read; the group is killed then too.
+/// process group and returns the capped output. Once the output outgrows the cap, all of
+/// it also goes to `spill` (if given), which the note in the capped text then names. An
+/// error means it could not be started or its output could not be read; the group is
+/// killed then too.
 pub(crate) async fn run(
     spec: &CommandSpec,
     limits: Limits,
     cancel: &CancellationToken,
+    mut spill: Option<Spill>,
 ) -> io::Result<Finished> {
     let (writer, mut reader) = pipe::pipe()?;
-    let (mut child, mut group) = spawn(spec, writer.into_blocking_fd()?)?;
+    let (mut child, mut group) = spawn(spec, writer.into_blocking_fd()?, &limits.rlimits)?;
     let mut output = CappedOutput::new(limits.output_cap);
     let mut buf = vec![0; READ_CHUNK];
     let mut eof = false;
@@ -88,12 +95,21 @@ pub(crate) async fn run(
             () = cancel.cancelled() => break Ending::Cancelled,
             () = tokio::time::sleep_until(deadline) => break Ending::TimedOut,
             status = child.wait() => break Ending::Exited(status?),
-            read = reader.read(&mut buf), if !eof => eof = keep(read, &buf, &mut output)?,
+            read = reader.read(&mut buf), if !eof => {
+                eof = keep(read, &buf, &mut output, spill.as_mut()).await?;
+            }
         }
     };
     if matches!(ending, Ending::Exited(_)) && !eof {
         let grace_end = Instant::now() + EXIT_GRACE;
-        eof = read_until(&mut reader, &mut buf, &mut output, grace_end).await?;
+        eof = read_until(
+            &mut reader,
+            &mut buf,
+            &mut output,
+            spill.as_mut(),
+            grace_end,
+        )
+        .await?;
     }
     // Always, also after a clean exit: whatever the command left behind dies with the call.
     // The leader may be reaped already, but its pid stays reserved while any process is
@@ -105,6 +121,7 @@ pub(crate) async fn run(
             &mut reader,
             &mut buf,
             &mut output,
+            spill.as_mut(),
             Instant::now() + DRAIN_LIMIT,
         )
         .await?;
@@ -112,15 +129,24 @@ pub(crate) async fn run(
     if !matches!(ending, Ending::Exited(_)) && timeout(REAP_LIMIT, child.wait()).await.is_err() {
         tracing::warn!(pid = ?child.id(), "killed tool process not reaped in time; tokio reaps it later");
     }
+    let whereabouts = match spill {
+        Some(spill) => spill.finish().await,
+        None => None,
+    };
     Ok(Finished {
         ending,
-        output: output.finish(),
+        output: output.finish(whereabouts.as_deref()),
     })
 }
 
-/// Starts `spec` in its own process group with `stdout` as both stdout and stderr. The
-/// returned guard kills the group when dropped, so a dropped call future kills it too.
-fn spawn(spec: &CommandSpec, stdout: OwnedFd) -> io::Result<(Child, GroupGuard)> {
+/// Starts `spec` in its own process group with `stdout` as both stdout and stderr, under
+/// `rlimits` and dying with the server. The returned guard kills the group when dropped, so
+/// a dropped call future kills it too.
+fn spawn(
+    spec: &CommandSpec,
+    stdout: OwnedFd,
+    rlimits: &ResourceLimits,
+) -> io::Result<(Child, GroupGuard)> {
     let stderr = stdout.try_clone()?;
     let mut command = Command::new(&spec.program);
     command
@@ -133,6 +159,7 @@ fn spawn(spec: &CommandSpec, stdout: OwnedFd) -> io::Result<(Child, GroupGuard)>
         .stderr(stderr)
         .process_group(0)
         .kill_on_drop(true);
+    limits::apply(&mut command, rlimits)?;
     let child = command.spawn()?;
     // `command` still holds our copies of the pipe's write end; they close when it drops at
     // the end of this function, so the pipe reaches EOF once the process group lets go.
@@ -143,12 +170,27 @@ fn spawn(spec: &CommandSpec, stdout: OwnedFd) -> io::Result<(Child, GroupGuard)>
     Ok((child, GroupGuard(Some(Pid::from_raw(pid)))))
 }
 
-/// Adds one read's bytes to `output`; `Ok(true)` at EOF.
-fn keep(read: io::Result<usize>, buf: &[u8], output: &mut CappedOutput) -> io::Result<bool> {
+/// Adds one read's bytes to `output`, and to `spill` once the output outgrows the cap;
+/// `Ok(true)` at EOF.
+async fn keep(
+    read: io::Result<usize>,
+    buf: &[u8],
+    output: &mut CappedOutput,
+    spill: Option<&mut Spill>,
+) -> io::Result<bool> {
     match read {
         Ok(0) => Ok(true),
         Ok(n) => {
-            output.push(&buf[..n]);
+            let bytes = &buf[..n];
+            if let Some(spill) = spill {
+                if output.first_overflow(n) {
+                    spill.write(&output.everything()).await;
+                    spill.write(&[bytes]).await;
+                } else if output.truncated() {
+                    spill.write(&[bytes]).await;
+                }
+            }
+            output.push(bytes);
             Ok(false)
         }
         Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(false),
@@ -156,18 +198,19 @@ fn keep(read: io::Result<usize>, buf: &[u8], output: &mut CappedOutput) -> io::R
     }
 }
 
-/// Reads into `output` until EOF (`Ok(true)`) or `deadline` (`Ok(false)`).
+/// Reads into `output` (and `spill`) until EOF (`Ok(true)`) or `deadline` (`Ok(false)`).
 async fn read_until(
     reader: &mut pipe::Receiver,
     buf: &mut [u8],
     output: &mut CappedOutput,
+    mut spill: Option<&mut Spill>,
     deadline: Instant,
 ) -> io::Result<bool> {
     loop {
         let Ok(read) = timeout_at(deadline, reader.read(buf)).await else {
             return Ok(false);
         };
-        if keep(read, buf, output)? {
+        if keep(read, buf, output, spill.as_deref_mut()).await? {
             return Ok(true);
         }
     }

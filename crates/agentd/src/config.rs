@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agentd_tools::SandboxRequest;
 use clap::{Args, ValueEnum};
 
 /// The wire format of the provider configured by environment.
@@ -78,6 +79,15 @@ pub struct ServeArgs {
     /// Wall-clock limit of one tool call, in seconds.
     #[arg(long, env = "AGENTD_TOOL_TIMEOUT_SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub tool_timeout_secs: u64,
+
+    /// Tool sandbox: `auto` (bubblewrap if it works here, else refuse to start), `bwrap`,
+    /// `landlock` (not built yet), or `none` (tools run with the server's own rights).
+    #[arg(long, env = "AGENTD_SANDBOX", default_value = "auto")]
+    pub sandbox: SandboxRequest,
+
+    /// Let sandboxed tool processes use the network.
+    #[arg(long, env = "AGENTD_SANDBOX_NETWORK", default_value_t = false)]
+    pub sandbox_network: bool,
 
     /// Bearer token required on every route but `/healthz`; required to bind a non-loopback address.
     #[arg(long, env = "AGENTD_TOKEN", hide_env_values = true)]

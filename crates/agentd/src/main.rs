@@ -10,7 +10,7 @@ use std::sync::Arc;
 use agentd_engine::{Engine, EngineConfig};
 use agentd_server::{AppState, Perimeter};
 use agentd_store::{EventStore, PgStore, SqliteStore};
-use agentd_tools::{BashConfig, Workspaces, default_toolbox};
+use agentd_tools::{BashConfig, SandboxConfig, SandboxMode, Workspaces, sandboxed_toolbox};
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
@@ -73,15 +73,36 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             bail!("AGENTD_DATABASE_URL must start with sqlite:// or postgres://");
         };
     let built = providers::build(&args)?;
-    let tools = default_toolbox(BashConfig {
-        timeout: args.tool_timeout(),
-        ..BashConfig::default()
-    });
+    let data_dir = tokio::fs::canonicalize(&args.data_dir)
+        .await
+        .with_context(|| format!("resolving {}", args.data_dir.display()))?;
+    let mut sandbox = SandboxConfig {
+        mode: args.sandbox,
+        network: args.sandbox_network,
+        ..SandboxConfig::default()
+    };
+    // Tools must not read the database or anything else the server keeps there.
+    sandbox.hide.push(data_dir.clone());
+    let (tools, sandbox_mode) = sandboxed_toolbox(
+        BashConfig {
+            timeout: args.tool_timeout(),
+            ..BashConfig::default()
+        },
+        &sandbox,
+    )
+    .await
+    .context("no tool sandbox works on this machine (install bubblewrap, or set AGENTD_SANDBOX=none to run tools unconfined)")?;
+    if sandbox_mode == SandboxMode::None {
+        tracing::warn!(
+            "AGENTD_SANDBOX=none: tools run UNCONFINED with this server's rights and can read \
+             and write anything it can; use only on a machine you would give the model"
+        );
+    }
     let engine = Engine::new(
         store,
         Arc::new(built.providers),
         tools,
-        Workspaces::new(args.data_dir.join("workspaces")),
+        Workspaces::new(data_dir.join("workspaces")),
         EngineConfig {
             model: built.model.clone(),
             system_prompt: args.system_prompt.clone(),
@@ -111,6 +132,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(
         addr = %listener.local_addr()?,
         provider = %built.default_name,
+        sandbox = sandbox_mode.as_str(),
         model = %built.model,
         database = %redact_password(&url),
         "agentd listening"
@@ -127,6 +149,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     .map_err(anyhow::Error::msg)?;
     let mut state = AppState::new(engine.clone(), shutdown.clone());
     state.perimeter = Arc::new(perimeter);
+    state.sandbox = Arc::from(sandbox_mode.as_str());
     let drain = async {
         shutdown.cancelled().await;
         tracing::info!("shutting down: no new turns; running turns get the grace period");

@@ -114,11 +114,23 @@ fn the_spec_offers_bash_with_a_required_command_and_an_optional_timeout() {
 }
 
 #[test]
-fn the_default_toolbox_offers_bash() {
+fn the_default_toolbox_offers_bash_and_the_file_tools() {
     let toolbox = default_toolbox(BashConfig::default());
-    assert_eq!(toolbox.names(), vec!["bash".to_owned()]);
     assert_eq!(
-        toolbox.specs(None),
-        vec![BashTool::new(BashConfig::default()).spec()]
+        toolbox.names(),
+        [
+            "bash",
+            "edit_file",
+            "glob",
+            "grep",
+            "list_dir",
+            "read_file",
+            "write_file"
+        ]
     );
+    let enabled = ["bash".to_owned(), "read_file".to_owned()];
+    let specs = toolbox.specs(Some(&enabled));
+    assert_eq!(specs[0], BashTool::new(BashConfig::default()).spec());
+    assert_eq!(specs[1].name, "read_file");
+    assert_eq!(specs.len(), 2);
 }

@@ -3,25 +3,16 @@
 use agentd_tools::SAFE_PATH;
 use pretty_assertions::assert_eq;
 
-use crate::helpers::{bash, ok};
-
-const CANARY: &str = "AGENTD_TEST_CANARY_SECRET";
+use crate::helpers::{CANARY, CANARY_VALUE, bash, ok, set_canary};
 
 #[tokio::test]
 async fn only_allowlisted_variables_reach_the_command() {
-    // SAFETY: set once, before this test spawns anything; no other test reads or writes
-    // this variable, and std serialises its own environment access (Command captures the
-    // environment under the same lock).
-    #[allow(unsafe_code)]
-    unsafe {
-        std::env::set_var(CANARY, "sk-live-do-not-leak");
-    }
-    assert_eq!(std::env::var(CANARY).as_deref(), Ok("sk-live-do-not-leak"));
+    set_canary();
 
     let everything = bash("env").await;
     assert!(!everything.text.contains(CANARY), "{}", everything.text);
     assert!(
-        !everything.text.contains("sk-live-do-not-leak"),
+        !everything.text.contains(CANARY_VALUE),
         "{}",
         everything.text
     );

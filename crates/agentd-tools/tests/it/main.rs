@@ -1,13 +1,21 @@
-//! Integration tests of agentd-tools: the bash tool running real processes in temporary
-//! workspaces, and the workspaces themselves. One binary (see STYLE.md, Tests).
+//! Integration tests of agentd-tools: the bash tool running real processes (unconfined and
+//! in the real bubblewrap sandbox), the file tools on real files, confinement, limits and
+//! the workspaces themselves. One binary (see STYLE.md, Tests).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod arguments;
 mod background;
 mod basics;
+mod confinement;
 mod environment;
+mod files_read_write;
+mod files_search;
 mod helpers;
+mod lifetime;
 mod output;
+mod probe;
+mod sandbox;
+mod stress;
 mod termination;
 mod workspaces;

@@ -4,5 +4,6 @@
 
 mod crash;
 mod replicas;
+mod sandbox;
 mod shutdown;
 mod support;

@@ -33,7 +33,6 @@ impl Server {
     ) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_agentd"));
         command.env_clear();
-        command.envs(extra.iter().map(|(k, v)| (*k, v.as_str())));
         let mut child = command
             .arg("serve")
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -44,6 +43,7 @@ impl Server {
             .env("AGENTD_SHUTDOWN_GRACE_SECS", grace_secs.to_string())
             .env("AGENTD_SANDBOX", "none")
             .env("RUST_LOG", "info")
+            .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -1,0 +1,143 @@
+//! The kernel-enforced limits every tool process starts with, set in the child between
+//! `fork` and `exec`.
+//!
+//! Owns [`ResourceLimits`] (rlimits, inherited by everything the process starts, through a
+//! sandbox too) and `PR_SET_PDEATHSIG`, so a tool process dies with the server. It is the
+//! only place in the crate with `unsafe`: the `pre_exec` hook, which may only make
+//! async-signal-safe system calls. It must not allocate, lock or log in the child.
+
+use std::io;
+
+use nix::sys::resource::{Resource, getrlimit, rlim_t, setrlimit};
+use nix::sys::signal::Signal;
+use nix::unistd::{Pid, getpid, getppid};
+use tokio::process::Command;
+
+/// One GiB in bytes.
+const GIB: u64 = 1 << 30;
+
+/// Seconds between the soft CPU limit (SIGXCPU, fatal unless handled) and the hard one
+/// (SIGKILL).
+const CPU_GRACE_SECS: u64 = 5;
+
+/// Per-process resource limits of a tool process (`setrlimit(2)`), inherited by all its
+/// children. `None` leaves the server's own limit in place. A limit above the server's own
+/// hard limit is lowered to it (only root may raise a hard limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceLimits {
+    /// CPU time per process, in seconds (`RLIMIT_CPU`): SIGXCPU at this, SIGKILL 5 s later.
+    /// A backstop for multi-threaded work; the wall-clock timeout ends most runs first.
+    /// Default 600 s.
+    pub cpu_secs: Option<u64>,
+    /// Virtual address space per process, in bytes (`RLIMIT_AS`): allocations beyond it
+    /// fail (`MemoryError`, "memory exhausted"). Default 4 GiB. Runtimes that reserve huge
+    /// virtual ranges up front may need more.
+    pub address_space: Option<u64>,
+    /// Largest file a process may create or grow, in bytes (`RLIMIT_FSIZE`): a write past it
+    /// fails with `EFBIG` (the process gets SIGXFSZ). Default 1 GiB.
+    pub file_size: Option<u64>,
+    /// Processes (and threads) of the server's user, counted over the whole machine, or
+    /// over the sandbox's user namespace (`RLIMIT_NPROC`). Root ignores it, so fork bombs
+    /// are contained by the sandbox's PID namespace and the timeout, not by this. Default
+    /// `None`: a desktop user may already run thousands of threads, and every `fork` in a
+    /// tool would then fail; set it when the server runs as a dedicated user.
+    pub processes: Option<u64>,
+}
+
+impl Default for ResourceLimits {
+    fn default() -> Self {
+        Self {
+            cpu_secs: Some(600),
+            address_space: Some(4 * GIB),
+            file_size: Some(GIB),
+            processes: None,
+        }
+    }
+}
+
+/// The most rlimits [`prepare`] sets: CPU, AS, FSIZE, NPROC, CORE.
+const MAX_RLIMITS: usize = 5;
+
+/// What the child applies, computed in the parent so the child only makes system calls.
+#[derive(Debug, Clone, Copy)]
+struct ChildSetup {
+    /// `(resource, soft, hard)`; the first `len` entries are used.
+    rlimits: [(Resource, rlim_t, rlim_t); MAX_RLIMITS],
+    len: usize,
+    /// The server's pid: if the child's parent is already someone else, the server died
+    /// before `PR_SET_PDEATHSIG` took effect and the child must not run.
+    parent: Pid,
+}
+
+/// Makes `command`'s process start with `limits` (plus no core dumps) and receive SIGKILL
+/// when the thread that spawns it exits (`PR_SET_PDEATHSIG`). Tokio spawns from its
+/// worker threads, which live as long as the runtime, i.e. the server; a thread that
+/// left the worker pool through `block_in_place` may exit earlier and would kill the tool
+/// with it. Errors: reading the server's own limits failed.
+pub(crate) fn apply(command: &mut Command, limits: &ResourceLimits) -> io::Result<()> {
+    let setup = prepare(limits)?;
+    // SAFETY: the closure runs in the forked child of a multi-threaded process, where only
+    // async-signal-safe functions may be called. It uses a `Copy` value computed before the
+    // fork and makes only raw system calls through nix's thin wrappers (`setrlimit`,
+    // `prctl`, `getppid`), which neither allocate nor take locks; errors become
+    // `io::Error::from_raw_os_error`, which does not allocate either.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(move || in_child(&setup));
+    }
+    Ok(())
+}
+
+/// The rlimits to set, each lowered to the server's current hard limit.
+fn prepare(limits: &ResourceLimits) -> io::Result<ChildSetup> {
+    let wanted = [
+        (
+            Resource::RLIMIT_CPU,
+            limits.cpu_secs,
+            limits
+                .cpu_secs
+                .map(|secs| secs.saturating_add(CPU_GRACE_SECS)),
+        ),
+        (
+            Resource::RLIMIT_AS,
+            limits.address_space,
+            limits.address_space,
+        ),
+        (Resource::RLIMIT_FSIZE, limits.file_size, limits.file_size),
+        (Resource::RLIMIT_NPROC, limits.processes, limits.processes),
+        (Resource::RLIMIT_CORE, Some(0), Some(0)),
+    ];
+    let mut setup = ChildSetup {
+        rlimits: [(Resource::RLIMIT_CORE, 0, 0); MAX_RLIMITS],
+        len: 0,
+        parent: getpid(),
+    };
+    for (resource, soft, hard) in wanted {
+        let (Some(soft), Some(hard)) = (soft, hard) else {
+            continue;
+        };
+        let (_, current_hard) = getrlimit(resource).map_err(io::Error::from)?;
+        let hard = hard.min(current_hard);
+        setup.rlimits[setup.len] = (resource, soft.min(hard), hard);
+        setup.len += 1;
+    }
+    Ok(setup)
+}
+
+/// Runs in the child after `fork`, before `exec`: system calls only (see [`apply`]).
+fn in_child(setup: &ChildSetup) -> io::Result<()> {
+    for &(resource, soft, hard) in &setup.rlimits[..setup.len] {
+        setrlimit(resource, soft, hard).map_err(errno)?;
+    }
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
+    if getppid() != setup.parent {
+        // The server is already gone; the death signal was set too late to fire.
+        return Err(io::Error::from_raw_os_error(nix::libc::ESRCH));
+    }
+    Ok(())
+}
+
+/// An errno as an `io::Error`, without allocating.
+fn errno(err: nix::errno::Errno) -> io::Error {
+    io::Error::from_raw_os_error(err as i32)
+}

@@ -251,3 +251,48 @@ async fn keep_alive_comments_flow_during_a_20_second_silent_tool_call() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn a_resume_that_drops_before_any_new_event_can_resume_again_with_the_same_id() {
+    let app = spawn_app(vec![
+        Reply::text_chunks(&["a ", "b ", "c ", "d ", "e ", "f ", "g ", "h "])
+            .with_delay(Duration::from_millis(80)),
+    ])
+    .await;
+    let session = app.create_session(json!({})).await;
+    app.client
+        .post(app.url(&format!("/sessions/{session}/turns")))
+        .json(&json!({"content": "go"}))
+        .send()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let now: Value = app.get_json(&format!("/sessions/{session}")).await;
+    let k = now["last_seq"].as_u64().unwrap();
+    assert!(k >= 1);
+    let resume = || {
+        app.client
+            .get(app.url(&format!("/sessions/{session}/events")))
+            .header("accept", "text/event-stream")
+            .header("last-event-id", k.to_string())
+            .send()
+    };
+    // Connect and drop at once, before the next event could arrive.
+    drop(resume().await.unwrap());
+    let response = resume().await.unwrap();
+    let mut stream = response.bytes_stream().eventsource();
+    let mut ids = Vec::new();
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .unwrap()
+    {
+        let event = event.unwrap();
+        ids.push(event.id.parse::<u64>().unwrap());
+        if event.event == "turn/end" {
+            break;
+        }
+    }
+    let last: Value = app.get_json(&format!("/sessions/{session}")).await;
+    let n = last["last_seq"].as_u64().unwrap();
+    assert_eq!(ids, (k + 1..=n).collect::<Vec<_>>());
+}

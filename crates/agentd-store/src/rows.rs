@@ -140,3 +140,33 @@ pub(crate) fn seq(value: i64) -> u64 {
 fn clamp_u32(value: i64) -> u32 {
     u32::try_from(value.max(0)).unwrap_or(u32::MAX)
 }
+
+/// A session's turn lock, cursor and usage, as read inside a write transaction.
+pub(crate) struct SessionHead {
+    pub(crate) active_turn_id: Option<Uuid>,
+    pub(crate) last_seq: u64,
+    pub(crate) usage: Usage,
+}
+
+/// Reads `active_turn_id, last_seq, usage`.
+pub(crate) fn head(row: &impl Cells) -> Result<SessionHead> {
+    Ok(SessionHead {
+        active_turn_id: opt_uuid(row.opt_text("active_turn_id")?)?,
+        last_seq: seq(row.int("last_seq")?),
+        usage: json(&row.text("usage")?)?,
+    })
+}
+
+/// A value as stored JSON text.
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::Corrupt(e.to_string()))
+}
+
+/// A lease's end, `lease` from now, as stored (far future when it overflows).
+pub(crate) fn lease_until(lease: std::time::Duration) -> String {
+    let until = chrono::Duration::from_std(lease)
+        .ok()
+        .and_then(|lease| Utc::now().checked_add_signed(lease))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC);
+    agentd_events::format_time(&until)
+}

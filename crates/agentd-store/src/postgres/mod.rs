@@ -11,16 +11,16 @@ mod listen;
 
 use std::time::Duration;
 
-use agentd_events::{Event, EventData, TurnEnd, Usage, envelope_json, format_time};
+use agentd_events::{Event, EventData, TurnEnd, envelope_json, format_time};
 use async_trait::async_trait;
 use chrono::Utc;
 use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::model::{BeginTurn, NewSession, Session, StoredEvent, Turn};
-use crate::rows::{self, SESSION_COLUMNS, TURN_COLUMNS};
+use crate::rows::{self, SESSION_COLUMNS, TURN_COLUMNS, lease_until, to_json};
 use crate::{ChangeStream, EventStore};
 
 /// The notification channel of appends.
@@ -48,17 +48,11 @@ impl PgStore {
     }
 }
 
-struct SessionHead {
-    active_turn_id: Option<Uuid>,
-    last_seq: u64,
-    usage: Usage,
-}
-
 /// Locks the session's row for this transaction and reads its turn lock and cursor.
 async fn lock_head(
     tx: &mut Transaction<'static, Postgres>,
     session_id: Uuid,
-) -> Result<SessionHead> {
+) -> Result<rows::SessionHead> {
     let row = sqlx::query(
         "SELECT active_turn_id, last_seq, usage FROM sessions WHERE id = $1 FOR UPDATE",
     )
@@ -66,13 +60,7 @@ async fn lock_head(
     .fetch_optional(&mut **tx)
     .await?
     .ok_or(Error::SessionNotFound(session_id))?;
-    let active: Option<String> = row.try_get("active_turn_id")?;
-    let usage: String = row.try_get("usage")?;
-    Ok(SessionHead {
-        active_turn_id: active.as_deref().map(rows::uuid).transpose()?,
-        last_seq: rows::seq(row.try_get("last_seq")?),
-        usage: serde_json::from_str(&usage).map_err(|e| Error::Corrupt(e.to_string()))?,
-    })
+    rows::head(&row)
 }
 
 /// Inserts `data` as events `after + 1 …`, queues the notification, returns them as stored.
@@ -111,18 +99,6 @@ async fn insert_events(
             .await?;
     }
     Ok(stored)
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| Error::Corrupt(e.to_string()))
-}
-
-fn lease_until(lease: Duration) -> String {
-    let until = chrono::Duration::from_std(lease)
-        .ok()
-        .and_then(|lease| Utc::now().checked_add_signed(lease))
-        .unwrap_or(chrono::DateTime::<Utc>::MAX_UTC);
-    format_time(&until)
 }
 
 #[async_trait]

@@ -9,19 +9,19 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use agentd_events::{Event, EventData, TurnEnd, Usage, envelope_json, format_time};
+use agentd_events::{Event, EventData, TurnEnd, envelope_json, format_time};
 use async_trait::async_trait;
 use chrono::Utc;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Sqlite, Transaction};
 use uuid::Uuid;
 
 use crate::EventStore;
 use crate::error::{Error, Result};
 use crate::model::{BeginTurn, NewSession, Session, StoredEvent, Turn};
-use crate::rows::{self, SESSION_COLUMNS, TURN_COLUMNS};
+use crate::rows::{self, SESSION_COLUMNS, TURN_COLUMNS, lease_until, to_json};
 
 /// How long a write waits for another process's lock on the file before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -70,26 +70,16 @@ impl SqliteStore {
     }
 }
 
-/// The session's turn lock and cursor, read inside a write transaction.
-struct SessionHead {
-    active_turn_id: Option<Uuid>,
-    last_seq: u64,
-    usage: Usage,
-}
-
-async fn head(tx: &mut Transaction<'static, Sqlite>, session_id: Uuid) -> Result<SessionHead> {
+async fn head(
+    tx: &mut Transaction<'static, Sqlite>,
+    session_id: Uuid,
+) -> Result<rows::SessionHead> {
     let row = sqlx::query("SELECT active_turn_id, last_seq, usage FROM sessions WHERE id = ?")
         .bind(session_id.to_string())
         .fetch_optional(&mut **tx)
         .await?
         .ok_or(Error::SessionNotFound(session_id))?;
-    let active: Option<String> = row.try_get("active_turn_id")?;
-    let usage: String = row.try_get("usage")?;
-    Ok(SessionHead {
-        active_turn_id: active.as_deref().map(rows::uuid).transpose()?,
-        last_seq: rows::seq(row.try_get("last_seq")?),
-        usage: serde_json::from_str(&usage).map_err(|e| Error::Corrupt(e.to_string()))?,
-    })
+    rows::head(&row)
 }
 
 /// Inserts `data` as events `after + 1 …` and returns them as stored.
@@ -121,19 +111,6 @@ async fn insert_events(
         });
     }
     Ok(stored)
-}
-
-/// The lease's end, `lease` from now, as stored.
-fn lease_until(lease: Duration) -> String {
-    let until = chrono::Duration::from_std(lease)
-        .ok()
-        .and_then(|lease| Utc::now().checked_add_signed(lease))
-        .unwrap_or(chrono::DateTime::<Utc>::MAX_UTC);
-    format_time(&until)
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| Error::Corrupt(e.to_string()))
 }
 
 #[async_trait]

@@ -2,7 +2,7 @@
 //!
 //! Owns the tool's menu entry, checking the arguments and writing a run's ending for the
 //! model. Starting, limiting and killing the process belongs to [`crate::process`];
-//! confining it to the [`Sandbox`].
+//! confining it to the [`Sandbox`]; capping its processes to the [`ProcessCap`].
 
 use std::os::unix::process::ExitStatusExt;
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use crate::args::kind;
 use crate::command::{CommandSpec, NoSandbox, Sandbox};
 use crate::limits::ResourceLimits;
 use crate::output::Captured;
+use crate::pids::ProcessCap;
 use crate::process::{self, Ending, Finished, Limits};
 use crate::spill::{OUTPUT_DIR, Spill};
 use crate::{Tool, ToolContext, ToolOutput};
@@ -33,7 +34,8 @@ pub struct BashConfig {
     /// Bytes of a call's output kept in `.agentd/output/<call id>.log` in the workspace
     /// once the output exceeds `output_cap` (the note then names the file). Default 64 MiB.
     pub full_output_limit: u64,
-    /// The rlimits of the command and everything it starts.
+    /// The rlimits of the command and everything it starts, and the cap on its processes
+    /// ([`ResourceLimits::processes`]).
     pub limits: ResourceLimits,
 }
 
@@ -54,17 +56,32 @@ impl Default for BashConfig {
 pub struct BashTool {
     config: BashConfig,
     sandbox: Arc<dyn Sandbox>,
+    cap: ProcessCap,
 }
 
 impl BashTool {
-    /// The tool with `config`, unconfined beyond the process limits ([`NoSandbox`]).
+    /// The tool with `config`, unconfined beyond the process limits ([`NoSandbox`]) and
+    /// with the number of processes capped by `RLIMIT_NPROC` only
+    /// ([`ProcessCap::rlimit`]).
     pub fn new(config: BashConfig) -> Self {
         Self::with_sandbox(config, Arc::new(NoSandbox))
     }
 
-    /// The tool with `config`, every command wrapped by `sandbox` before it starts.
+    /// The tool with `config`, every command wrapped by `sandbox` before it starts; its
+    /// processes capped by `RLIMIT_NPROC` only until [`BashTool::with_process_cap`].
     pub fn with_sandbox(config: BashConfig, sandbox: Arc<dyn Sandbox>) -> Self {
-        Self { config, sandbox }
+        Self {
+            config,
+            sandbox,
+            cap: ProcessCap::rlimit(),
+        }
+    }
+
+    /// The same tool with each call's processes capped through `cap` (from
+    /// [`ProcessCap::probe`]): a pids cgroup per call where there is one.
+    pub fn with_process_cap(mut self, cap: ProcessCap) -> Self {
+        self.cap = cap;
+        self
     }
 
     /// The whole seconds shown to the model as default and maximum `timeout_secs`.
@@ -90,6 +107,12 @@ impl Tool for BashTool {
              keeps running after the call: background processes are killed when the command \
              exits. A non-zero exit is reported as `[exit code N]` at the end."
         );
+        if let Some(processes) = self.config.limits.processes {
+            description.push_str(&format!(
+                " At most {processes} processes and threads run at once; starting more fails \
+                 with \"Resource temporarily unavailable\"."
+            ));
+        }
         if let Some(limits) = self.sandbox.describe() {
             description.push(' ');
             description.push_str(&limits);
@@ -144,7 +167,7 @@ impl Tool for BashTool {
             &ctx.call_id,
             self.config.full_output_limit,
         );
-        match process::run(&spec, limits, &ctx.cancel, Some(spill)).await {
+        match process::run(&spec, limits, &self.cap, &ctx.cancel, Some(spill)).await {
             Ok(finished) => report(finished, timeout),
             Err(err) => ToolOutput::error(format!("could not run bash: {err}")),
         }

@@ -2,12 +2,13 @@
 //!
 //! Owns the [`Tool`] trait, the [`Toolbox`] of named tools, the per-session [`Workspaces`],
 //! the tools themselves (`bash` and the file tools), confinement of file paths to the
-//! workspace ([`WorkspaceDir`]) and of processes to an OS sandbox ([`SandboxMode::probe`]).
-//! A tool never fails the turn: every failure is a [`ToolOutput`] with `is_error: true`
-//! that the model reads. It must not touch the event log or providers.
+//! workspace ([`WorkspaceDir`]), of processes to an OS sandbox ([`SandboxMode::probe`]) and
+//! of their number to a pids cgroup per call ([`ProcessCap::probe`]). A tool never fails the
+//! turn: every failure is a [`ToolOutput`] with `is_error: true` that the model reads. It
+//! must not touch the event log or providers.
 //!
-//! At startup the binary calls [`sandboxed_toolbox`] (or [`SandboxMode::probe`] and then
-//! [`toolbox`]) and refuses to start on its error.
+//! At startup the binary calls [`confined_toolbox`] (or [`SandboxMode::probe`] and
+//! [`ProcessCap::probe`], then [`toolbox`]) and refuses to start on its error.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,8 +25,10 @@ mod confine;
 mod files;
 mod limits;
 mod output;
+mod pids;
 mod process;
 mod sandbox;
+mod spawner;
 mod spill;
 mod workspace;
 
@@ -34,6 +37,7 @@ pub use command::{CommandSpec, NoSandbox, SAFE_PATH, Sandbox};
 pub use confine::{PathError, WorkspaceDir};
 pub use files::{EditFileTool, GlobTool, GrepTool, ListDirTool, ReadFileTool, WriteFileTool};
 pub use limits::ResourceLimits;
+pub use pids::{ProcessCap, ProcessCapMode};
 pub use process::EXIT_GRACE;
 pub use sandbox::{
     ActiveSandbox, Bubblewrap, SandboxConfig, SandboxError, SandboxMode, SandboxRequest,
@@ -41,11 +45,12 @@ pub use sandbox::{
 pub use spill::OUTPUT_DIR;
 pub use workspace::Workspaces;
 
-/// Every tool: `bash` with `config` and every command wrapped by `sandbox`, and the file
-/// tools `read_file`, `write_file`, `edit_file`, `list_dir`, `glob` and `grep`.
-pub fn toolbox(config: BashConfig, sandbox: Arc<dyn Sandbox>) -> Toolbox {
+/// Every tool: `bash` with `config`, every command wrapped by `sandbox` and its processes
+/// capped through `cap`, and the file tools `read_file`, `write_file`, `edit_file`,
+/// `list_dir`, `glob` and `grep`.
+pub fn toolbox(config: BashConfig, sandbox: Arc<dyn Sandbox>, cap: ProcessCap) -> Toolbox {
     Toolbox::new(vec![
-        Arc::new(BashTool::with_sandbox(config, sandbox)),
+        Arc::new(BashTool::with_sandbox(config, sandbox).with_process_cap(cap)),
         Arc::new(ReadFileTool),
         Arc::new(WriteFileTool),
         Arc::new(EditFileTool),
@@ -55,23 +60,52 @@ pub fn toolbox(config: BashConfig, sandbox: Arc<dyn Sandbox>) -> Toolbox {
     ])
 }
 
+/// Every tool and what confines it, as [`confined_toolbox`] set it up.
+#[derive(Clone)]
+pub struct ConfinedToolbox {
+    /// Every tool ([`toolbox`]).
+    pub toolbox: Toolbox,
+    /// The sandbox in force (`/healthz`: [`SandboxMode::as_str`]).
+    pub sandbox: SandboxMode,
+    /// How each call's processes are capped (`/healthz`: `cap.mode().as_str()`). Its cgroup
+    /// lives as long as this and the toolbox.
+    pub cap: ProcessCap,
+}
+
 /// What the server calls at startup: probes the sandbox `sandbox` asks for
-/// ([`SandboxMode::probe`]) and returns every tool ([`toolbox`]) confined by it, with the
-/// mode in force (for `/healthz`). Errors: no acceptable sandbox works here; the server
-/// must then refuse to start (the message tells the operator what to do).
+/// ([`SandboxMode::probe`]) and the process cap ([`ProcessCap::probe`]) and returns every
+/// tool ([`toolbox`]) confined by both, with the modes in force (for `/healthz`). Errors:
+/// no acceptable sandbox works here; the server must then refuse to start (the message
+/// tells the operator what to do). A missing pids cgroup is no error: the cap falls back
+/// to `RLIMIT_NPROC` and says so in the log.
+pub async fn confined_toolbox(
+    config: BashConfig,
+    sandbox: &SandboxConfig,
+) -> Result<ConfinedToolbox, SandboxError> {
+    let active = SandboxMode::probe(sandbox).await?;
+    let cap = ProcessCap::probe().await;
+    Ok(ConfinedToolbox {
+        toolbox: toolbox(config, active.sandbox, cap.clone()),
+        sandbox: active.mode,
+        cap,
+    })
+}
+
+/// [`confined_toolbox`] without the process cap's mode: the tools and the sandbox mode.
+/// Kept for callers that do not report the cap yet.
 pub async fn sandboxed_toolbox(
     config: BashConfig,
     sandbox: &SandboxConfig,
 ) -> Result<(Toolbox, SandboxMode), SandboxError> {
-    let active = SandboxMode::probe(sandbox).await?;
-    Ok((toolbox(config, active.sandbox), active.mode))
+    let confined = confined_toolbox(config, sandbox).await?;
+    Ok((confined.toolbox, confined.sandbox))
 }
 
-/// Every tool ([`toolbox`]) with `bash` UNCONFINED ([`NoSandbox`]): for tests, and for
-/// callers that decided on no sandbox themselves. A server should use
-/// [`sandboxed_toolbox`].
+/// Every tool ([`toolbox`]) with `bash` UNCONFINED ([`NoSandbox`]) and its processes
+/// capped by `RLIMIT_NPROC` only ([`ProcessCap::rlimit`]): for tests, and for callers that
+/// decided on no sandbox themselves. A server should use [`confined_toolbox`].
 pub fn default_toolbox(config: BashConfig) -> Toolbox {
-    toolbox(config, Arc::new(NoSandbox))
+    toolbox(config, Arc::new(NoSandbox), ProcessCap::rlimit())
 }
 
 /// Where and under what conditions one tool call runs.

@@ -2,16 +2,20 @@
 //! `fork` and `exec`.
 //!
 //! Owns [`ResourceLimits`] (rlimits, inherited by everything the process starts, through a
-//! sandbox too) and `PR_SET_PDEATHSIG`, so a tool process dies with the server. It is the
-//! only place in the crate with `unsafe`: the `pre_exec` hook, which may only make
-//! async-signal-safe system calls. It must not allocate, lock or log in the child.
+//! sandbox too), joining the call's pids cgroup (made by `crate::pids`) and
+//! `PR_SET_PDEATHSIG`, so a tool process dies with the server. It is the only place in the
+//! crate with `unsafe`: the `pre_exec` hook, which may only make async-signal-safe system
+//! calls. It must not allocate, lock or log in the child.
 
+use std::fs::File;
 use std::io;
 
 use nix::sys::resource::{Resource, getrlimit, rlim_t, setrlimit};
 use nix::sys::signal::Signal;
 use nix::unistd::{Pid, getpid, getppid};
 use tokio::process::Command;
+
+use crate::pids::CallCap;
 
 /// One GiB in bytes.
 const GIB: u64 = 1 << 30;
@@ -36,11 +40,14 @@ pub struct ResourceLimits {
     /// Largest file a process may create or grow, in bytes (`RLIMIT_FSIZE`): a write past it
     /// fails with `EFBIG` (the process gets SIGXFSZ). Default 1 GiB.
     pub file_size: Option<u64>,
-    /// Processes (and threads) of the server's user, counted over the whole machine, or
-    /// over the sandbox's user namespace (`RLIMIT_NPROC`). Root ignores it, so fork bombs
-    /// are contained by the sandbox's PID namespace and the timeout, not by this. Default
-    /// `None`: a desktop user may already run thousands of threads, and every `fork` in a
-    /// tool would then fail; set it when the server runs as a dedicated user.
+    /// Processes (and threads) one call may have at once: a `fork` or thread past it fails
+    /// with `EAGAIN` ("Resource temporarily unavailable"), so a fork bomb stops growing.
+    /// Enforced exactly by the call's pids cgroup (`pids.max`, binding for root too) when
+    /// [`crate::ProcessCap`] found one; else by `RLIMIT_NPROC` set to the tasks on the
+    /// machine at the start of the call plus this, which root ignores. `None`: no cap of
+    /// the call's own. Default 1024: room for a parallel build on a many-core machine
+    /// (compilers and test runners start threads per core), yet a small share of the
+    /// machine's pids.
     pub processes: Option<u64>,
 }
 
@@ -50,7 +57,7 @@ impl Default for ResourceLimits {
             cpu_secs: Some(600),
             address_space: Some(4 * GIB),
             file_size: Some(GIB),
-            processes: None,
+            processes: Some(1024),
         }
     }
 }
@@ -69,27 +76,39 @@ struct ChildSetup {
     parent: Pid,
 }
 
-/// Makes `command`'s process start with `limits` (plus no core dumps) and receive SIGKILL
-/// when the thread that spawns it exits (`PR_SET_PDEATHSIG`). Tokio spawns from its
-/// worker threads, which live as long as the runtime, i.e. the server; a thread that
-/// left the worker pool through `block_in_place` may exit earlier and would kill the tool
-/// with it. Errors: reading the server's own limits failed.
-pub(crate) fn apply(command: &mut Command, limits: &ResourceLimits) -> io::Result<()> {
-    let setup = prepare(limits)?;
+/// Makes `command`'s process join `cap`'s pids cgroup, start with `limits` (plus no core
+/// dumps) and receive SIGKILL when the thread that spawns it exits (`PR_SET_PDEATHSIG`),
+/// all before `exec`: so whatever runs (`bwrap`, and everything it starts) is in the group
+/// from its first instruction, and no fork can slip out before the move, as it could if
+/// the parent moved the child after `spawn`. The spawning thread is the cap's spawner
+/// (`crate::spawner`), which lives as long as the cap, i.e. the server; never spawn with
+/// this from a thread that may exit sooner (a blocking-pool thread, or one that left the
+/// worker pool through `block_in_place`): it would kill the tool with it. Errors: reading
+/// the server's own limits or opening the group's `cgroup.procs` failed.
+pub(crate) fn apply(
+    command: &mut Command,
+    limits: &ResourceLimits,
+    cap: &CallCap,
+) -> io::Result<()> {
+    let setup = prepare(limits, cap.nproc(limits.processes))?;
+    // Opened here, in the parent: the child only writes to it. Close-on-exec, so the tool
+    // never holds it; the parent's copy closes when `command` is dropped after the spawn.
+    let procs = cap.procs()?;
     // SAFETY: the closure runs in the forked child of a multi-threaded process, where only
-    // async-signal-safe functions may be called. It uses a `Copy` value computed before the
-    // fork and makes only raw system calls through nix's thin wrappers (`setrlimit`,
-    // `prctl`, `getppid`), which neither allocate nor take locks; errors become
-    // `io::Error::from_raw_os_error`, which does not allocate either.
+    // async-signal-safe functions may be called. It uses a `Copy` value and a file opened
+    // before the fork and makes only raw system calls through nix's thin wrappers
+    // (`write`, `setrlimit`, `prctl`, `getppid`), which neither allocate nor take locks;
+    // errors become `io::Error::from_raw_os_error`, which does not allocate either.
     #[allow(unsafe_code)]
     unsafe {
-        command.pre_exec(move || in_child(&setup));
+        command.pre_exec(move || in_child(&setup, procs.as_ref()));
     }
     Ok(())
 }
 
-/// The rlimits to set, each lowered to the server's current hard limit.
-fn prepare(limits: &ResourceLimits) -> io::Result<ChildSetup> {
+/// The rlimits to set, each lowered to the server's current hard limit; `nproc` is the
+/// `RLIMIT_NPROC` to set, if any.
+fn prepare(limits: &ResourceLimits, nproc: Option<u64>) -> io::Result<ChildSetup> {
     let wanted = [
         (
             Resource::RLIMIT_CPU,
@@ -104,7 +123,7 @@ fn prepare(limits: &ResourceLimits) -> io::Result<ChildSetup> {
             limits.address_space,
         ),
         (Resource::RLIMIT_FSIZE, limits.file_size, limits.file_size),
-        (Resource::RLIMIT_NPROC, limits.processes, limits.processes),
+        (Resource::RLIMIT_NPROC, nproc, nproc),
         (Resource::RLIMIT_CORE, Some(0), Some(0)),
     ];
     let mut setup = ChildSetup {
@@ -125,7 +144,16 @@ fn prepare(limits: &ResourceLimits) -> io::Result<ChildSetup> {
 }
 
 /// Runs in the child after `fork`, before `exec`: system calls only (see [`apply`]).
-fn in_child(setup: &ChildSetup) -> io::Result<()> {
+/// First joins the call's pids cgroup, if any, by writing `0` ("the writing process") to
+/// its `cgroup.procs`, the same on cgroup v1 and v2.
+fn in_child(setup: &ChildSetup, procs: Option<&File>) -> io::Result<()> {
+    if let Some(procs) = procs {
+        match nix::unistd::write(procs, b"0") {
+            Ok(1) => {}
+            Ok(_) => return Err(io::Error::from_raw_os_error(nix::libc::EIO)),
+            Err(err) => return Err(errno(err)),
+        }
+    }
     for &(resource, soft, hard) in &setup.rlimits[..setup.len] {
         setrlimit(resource, soft, hard).map_err(errno)?;
     }

@@ -1,11 +1,12 @@
 //! Runs one tool process to its end and makes sure nothing it started outlives the call
 //! (DESIGN.md invariant 9).
 //!
-//! Owns spawning (stdin from `/dev/null`, stdout and stderr into one pipe, its own process
-//! group, an environment of exactly [`CommandSpec::env`]), reading that pipe into a
-//! [`CappedOutput`] without blocking the runtime, the timeout, cancellation, killing the
-//! whole process group with SIGKILL and reaping the child. It knows nothing of bash or of
-//! how the result is shown to the model.
+//! Owns spawning (on the cap's spawner thread; stdin from `/dev/null`, stdout and stderr
+//! into one pipe, its own process group and the call's pids cgroup, an environment of
+//! exactly [`CommandSpec::env`]), reading that pipe into a [`CappedOutput`] without
+//! blocking the runtime, the timeout, cancellation, killing the whole process group and
+//! cgroup with SIGKILL, reaping the child and removing the cgroup. It knows nothing of
+//! bash or of how the result is shown to the model.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -24,6 +25,8 @@ use tokio_util::sync::CancellationToken;
 use crate::command::CommandSpec;
 use crate::limits::{self, ResourceLimits};
 use crate::output::{CappedOutput, Captured};
+use crate::pids::{CallCap, ProcessCap};
+use crate::spawner::Spawner;
 use crate::spill::Spill;
 
 /// How long output is still read after the process exits, while something it left behind
@@ -62,7 +65,8 @@ pub(crate) enum Ending {
     Cancelled,
 }
 
-/// The result of a run; by the time it exists, the whole process group has been killed.
+/// The result of a run; by the time it exists, the whole process group and the call's
+/// pids cgroup (if any) have been killed, and the cgroup is being removed.
 #[derive(Debug)]
 pub(crate) struct Finished {
     /// How it ended.
@@ -71,19 +75,23 @@ pub(crate) struct Finished {
     pub(crate) output: Captured,
 }
 
-/// Starts `spec` and waits for it to exit, time out or be cancelled; then kills its
-/// process group and returns the capped output. Once the output outgrows the cap, all of
-/// it also goes to `spill` (if given), which the note in the capped text then names. An
-/// error means it could not be started or its output could not be read; the group is
-/// killed then too.
+/// Starts `spec` in a new call group of `cap` and waits for it to exit, time out or be
+/// cancelled; then kills its process group and call group and returns the capped output.
+/// Once the output outgrows the cap, all of it also goes to `spill` (if given), which the
+/// note in the capped text then names. An error means it could not be started (its call
+/// group could not be created, say) or its output could not be read; everything it
+/// started is killed then too.
 pub(crate) async fn run(
     spec: &CommandSpec,
     limits: Limits,
+    cap: &ProcessCap,
     cancel: &CancellationToken,
     mut spill: Option<Spill>,
 ) -> io::Result<Finished> {
+    let call = cap.start_call(limits.rlimits.processes).await?;
     let (writer, mut reader) = pipe::pipe()?;
-    let (mut child, mut group) = spawn(spec, writer.into_blocking_fd()?, &limits.rlimits)?;
+    let stdout = writer.into_blocking_fd()?;
+    let (mut child, mut group) = spawn(spec, stdout, &limits.rlimits, &call, cap.spawner()).await?;
     let mut output = CappedOutput::new(limits.output_cap);
     let mut buf = vec![0; READ_CHUNK];
     let mut eof = false;
@@ -114,8 +122,10 @@ pub(crate) async fn run(
     // Always, also after a clean exit: whatever the command left behind dies with the call.
     // The leader may be reaped already, but its pid stays reserved while any process is
     // left in its group; an empty group just gives ESRCH (hitting a stranger would need
-    // the pid to be reused within the grace, i.e. all pids to wrap around).
+    // the pid to be reused within the grace, i.e. all pids to wrap around). Killing the
+    // call's cgroup also gets what left the process group (`setsid`), even unsandboxed.
     group.kill();
+    call.kill();
     if !eof {
         read_until(
             &mut reader,
@@ -129,6 +139,8 @@ pub(crate) async fn run(
     if !matches!(ending, Ending::Exited(_)) && timeout(REAP_LIMIT, child.wait()).await.is_err() {
         tracing::warn!(pid = ?child.id(), "killed tool process not reaped in time; tokio reaps it later");
     }
+    // Kills anything left once more and removes the call's group.
+    drop(call);
     let whereabouts = match spill {
         Some(spill) => spill.finish().await,
         None => None,
@@ -139,13 +151,16 @@ pub(crate) async fn run(
     })
 }
 
-/// Starts `spec` in its own process group with `stdout` as both stdout and stderr, under
-/// `rlimits` and dying with the server. The returned guard kills the group when dropped, so
-/// a dropped call future kills it too.
-fn spawn(
+/// Starts `spec` through `spawner` in its own process group and in `call`'s cgroup with
+/// `stdout` as both stdout and stderr, under `rlimits` and dying with the server. The
+/// returned guard kills the group when dropped, so a dropped call future kills it too (and
+/// `call` its cgroup).
+async fn spawn(
     spec: &CommandSpec,
     stdout: OwnedFd,
     rlimits: &ResourceLimits,
+    call: &CallCap,
+    spawner: &Spawner,
 ) -> io::Result<(Child, GroupGuard)> {
     let stderr = stdout.try_clone()?;
     let mut command = Command::new(&spec.program);
@@ -159,10 +174,10 @@ fn spawn(
         .stderr(stderr)
         .process_group(0)
         .kill_on_drop(true);
-    limits::apply(&mut command, rlimits)?;
-    let child = command.spawn()?;
-    // `command` still holds our copies of the pipe's write end; they close when it drops at
-    // the end of this function, so the pipe reaches EOF once the process group lets go.
+    limits::apply(&mut command, rlimits, call)?;
+    // The spawner drops `command`, and with it our copies of the pipe's write end, right
+    // after the spawn, so the pipe reaches EOF once the process group lets go.
+    let child = spawner.spawn(command).await?;
     let pid = child
         .id()
         .and_then(|pid| i32::try_from(pid).ok())

@@ -20,6 +20,7 @@ pub use bwrap::Bubblewrap;
 
 use crate::command::{CommandSpec, NoSandbox, Sandbox};
 use crate::limits::ResourceLimits;
+use crate::pids::ProcessCap;
 use crate::process::{self, Ending, Limits};
 
 /// How long the probe's trivial command may take: 10 s.
@@ -250,7 +251,8 @@ async fn run_probe(sandbox: &Bubblewrap, workspace: PathBuf) -> Result<(), Strin
         output_cap: 4096,
         rlimits: ResourceLimits::default(),
     };
-    let finished = process::run(&spec, limits, &CancellationToken::new(), None)
+    let cap = ProcessCap::rlimit();
+    let finished = process::run(&spec, limits, &cap, &CancellationToken::new(), None)
         .await
         .map_err(|err| format!("could not start bwrap: {err}"))?;
     let output = finished.output.text;

@@ -104,6 +104,7 @@ fn the_spec_offers_bash_with_a_required_command_and_an_optional_timeout() {
         "32768 bytes",
         "120 s",
         "[exit code N]",
+        "At most 1024 processes and threads",
     ] {
         assert!(
             spec.description.contains(promise),

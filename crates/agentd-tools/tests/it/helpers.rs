@@ -4,7 +4,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agentd_tools::{
-    BashConfig, BashTool, SandboxConfig, SandboxMode, SandboxRequest, Tool, ToolContext, ToolOutput,
+    BashConfig, BashTool, ProcessCap, ProcessCapMode, SandboxConfig, SandboxMode, SandboxRequest,
+    Tool, ToolContext, ToolOutput,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -138,14 +139,27 @@ pub fn bwrap_config() -> SandboxConfig {
     }
 }
 
-/// `bash` with `config`, confined by bubblewrap through the real startup probe. Fails the
-/// test when bubblewrap does not work here (`apt-get install bubblewrap`).
+/// `bash` with `config`, confined by bubblewrap through the real startup probe and with
+/// its processes capped as the server's probe finds ([`process_cap`]). Fails the test when
+/// bubblewrap does not work here (`apt-get install bubblewrap`).
 pub async fn sandboxed(config: BashConfig, sandbox: SandboxConfig) -> BashTool {
     let active = SandboxMode::probe(&sandbox)
         .await
         .unwrap_or_else(|err| panic!("bubblewrap must work for these tests: {err}"));
     assert_eq!(active.mode, SandboxMode::Bwrap);
-    BashTool::with_sandbox(config, active.sandbox)
+    BashTool::with_sandbox(config, active.sandbox).with_process_cap(process_cap().await)
+}
+
+/// The process cap the server's startup probe finds here. Fails the test when it would not
+/// bound a fork bomb: a root server (which `RLIMIT_NPROC` does not bind) without a pids
+/// cgroup it may create. Run the tests as another user, or where cgroups are writable.
+pub async fn process_cap() -> ProcessCap {
+    let cap = ProcessCap::probe().await;
+    assert!(
+        cap.mode() != ProcessCapMode::Rlimit || !nix::unistd::geteuid().is_root(),
+        "running as root without a writable pids cgroup: nothing would bound a fork bomb"
+    );
+    cap
 }
 
 /// A `sleep` duration of about 300 s that no other process on the machine has in its

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agentd_tools::{BashConfig, BashTool, Tool};
+use agentd_tools::{BashConfig, BashTool, ProcessCap, Tool};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -146,12 +146,22 @@ async fn median_cost(tool: &BashTool) -> Duration {
     times[50]
 }
 
-/// Prints the cost of a bash call with and without the sandbox. Run alone for stable
-/// figures: `cargo test -p agentd-tools --test it -- lifetime::cost --nocapture`.
+/// Prints the cost of a bash call with and without the sandbox, and of the sandboxed call's
+/// process cap (a pids cgroup per call where there is one). Run alone for stable figures:
+/// `cargo test -p agentd-tools --test it -- lifetime::cost --nocapture`.
 #[tokio::test]
 async fn cost_of_a_bash_call_with_and_without_the_sandbox() {
     let plain = median_cost(&BashTool::new(BashConfig::default())).await;
-    let boxed = median_cost(&sandboxed(BashConfig::default(), bwrap_config()).await).await;
-    eprintln!("bash `true`, median of 100 calls: no sandbox {plain:?}, bwrap {boxed:?}");
-    assert!(plain < Duration::from_secs(1) && boxed < Duration::from_secs(1));
+    let tool = sandboxed(BashConfig::default(), bwrap_config()).await;
+    let boxed = median_cost(&tool.clone().with_process_cap(ProcessCap::rlimit())).await;
+    let capped = median_cost(&tool).await;
+    eprintln!(
+        "bash `true`, median of 100 calls: no sandbox {plain:?}, bwrap {boxed:?}, bwrap and \
+         the process cap of the probe {capped:?}"
+    );
+    assert!(
+        [plain, boxed, capped]
+            .iter()
+            .all(|cost| *cost < Duration::from_secs(1))
+    );
 }

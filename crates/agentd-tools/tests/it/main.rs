@@ -15,6 +15,7 @@ mod helpers;
 mod lifetime;
 mod output;
 mod probe;
+mod process_cap;
 mod sandbox;
 mod stress;
 mod termination;

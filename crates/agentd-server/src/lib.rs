@@ -42,11 +42,14 @@ pub struct AppState {
     pub perimeter: Arc<Perimeter>,
     /// The tool sandbox in force (`bwrap`, `landlock`, `none`), reported by `/healthz`.
     pub sandbox: Arc<str>,
+    /// How a tool call's process count is capped (`cgroup-v2`, `cgroup-v1`, `rlimit`),
+    /// reported by `/healthz`.
+    pub process_cap: Arc<str>,
 }
 
 impl AppState {
     /// State with the default keep-alive interval (15 s), no token, no CORS origins, any
-    /// `Host`, sandbox reported as `none`. Set the fields to change them.
+    /// `Host`, sandbox reported as `none` and the process cap as `rlimit`. Set the fields to change them.
     pub fn new(engine: Engine, shutdown: CancellationToken) -> Self {
         Self {
             engine,
@@ -54,6 +57,7 @@ impl AppState {
             keep_alive: Duration::from_secs(15),
             perimeter: Arc::new(Perimeter::default()),
             sandbox: Arc::from("none"),
+            process_cap: Arc::from("rlimit"),
         }
     }
 }

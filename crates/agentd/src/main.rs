@@ -10,7 +10,7 @@ use std::sync::Arc;
 use agentd_engine::{Engine, EngineConfig};
 use agentd_server::{AppState, Perimeter};
 use agentd_store::{EventStore, PgStore, SqliteStore};
-use agentd_tools::{BashConfig, SandboxConfig, SandboxMode, Workspaces, sandboxed_toolbox};
+use agentd_tools::{BashConfig, SandboxConfig, SandboxMode, Workspaces, confined_toolbox};
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
@@ -83,7 +83,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     // Tools must not read the database or anything else the server keeps there.
     sandbox.hide.push(data_dir.clone());
-    let (tools, sandbox_mode) = sandboxed_toolbox(
+    let confined = confined_toolbox(
         BashConfig {
             timeout: args.tool_timeout(),
             ..BashConfig::default()
@@ -92,6 +92,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await
     .context("no tool sandbox works on this machine (install bubblewrap, or set AGENTD_SANDBOX=none to run tools unconfined)")?;
+    let (tools, sandbox_mode, process_cap) = (confined.toolbox, confined.sandbox, confined.cap);
     if sandbox_mode == SandboxMode::None {
         tracing::warn!(
             "AGENTD_SANDBOX=none: tools run UNCONFINED with this server's rights and can read \
@@ -133,6 +134,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         addr = %listener.local_addr()?,
         provider = %built.default_name,
         sandbox = sandbox_mode.as_str(),
+        process_cap = process_cap.mode().as_str(),
         model = %built.model,
         database = %redact_password(&url),
         "agentd listening"
@@ -150,6 +152,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut state = AppState::new(engine.clone(), shutdown.clone());
     state.perimeter = Arc::new(perimeter);
     state.sandbox = Arc::from(sandbox_mode.as_str());
+    state.process_cap = Arc::from(process_cap.mode().as_str());
     let drain = async {
         shutdown.cancelled().await;
         tracing::info!("shutting down: no new turns; running turns get the grace period");

@@ -20,13 +20,14 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/openapi.yaml", get(openapi))
 }
 
-/// `{"status":"ok","version","sandbox","auth"}`: the process answers; which tool sandbox
-/// is in force; whether a token is required.
+/// `{"status":"ok","version","sandbox","process_cap","auth"}`: the process answers; which
+/// tool sandbox and process cap are in force; whether a token is required.
 async fn healthz(State(state): State<AppState>) -> Response {
     Json(json!({
         "status": "ok",
         "version": env!("CARGO_PKG_VERSION"),
         "sandbox": &*state.sandbox,
+        "process_cap": &*state.process_cap,
         "auth": if state.perimeter.has_token() { "token" } else { "none" },
     }))
     .into_response()

@@ -40,7 +40,8 @@ pub use limits::ResourceLimits;
 pub use pids::{ProcessCap, ProcessCapMode};
 pub use process::EXIT_GRACE;
 pub use sandbox::{
-    ActiveSandbox, Bubblewrap, SandboxConfig, SandboxError, SandboxMode, SandboxRequest,
+    ActiveSandbox, Bubblewrap, Landlock, PRIVATE_TMP, SANDBOX_EXEC, SandboxConfig, SandboxError,
+    SandboxMode, SandboxRequest, sandbox_exec_main,
 };
 pub use spill::OUTPUT_DIR;
 pub use workspace::Workspaces;

@@ -80,8 +80,9 @@ pub struct ServeArgs {
     #[arg(long, env = "AGENTD_TOOL_TIMEOUT_SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub tool_timeout_secs: u64,
 
-    /// Tool sandbox: `auto` (bubblewrap if it works here, else refuse to start), `bwrap`,
-    /// `landlock` (not built yet), or `none` (tools run with the server's own rights).
+    /// Tool sandbox: `auto` (bubblewrap if it works here, else Landlock + seccomp, else
+    /// refuse to start), `bwrap`, `landlock`, or `none` (tools run with the server's own
+    /// rights).
     #[arg(long, env = "AGENTD_SANDBOX", default_value = "auto")]
     pub sandbox: SandboxRequest,
 

@@ -4,6 +4,7 @@
 mod config;
 mod providers;
 
+use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
@@ -29,11 +30,33 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the HTTP API.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
+    /// Internal: the Landlock sandbox's helper, which the server re-executes to confine
+    /// and then run one tool command (`sandbox-exec --workspace DIR [--network] -- CMD…`).
+    #[command(hide = true, disable_help_flag = true)]
+    SandboxExec {
+        /// Everything after `sandbox-exec`, parsed by `agentd_tools::sandbox_exec_main`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<OsString>,
+    },
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    // Before any thread, runtime or log exists: this process becomes the tool command.
+    if let Command::SandboxExec { args } = cli.command {
+        let program = std::env::args_os().next().unwrap_or_default();
+        agentd_tools::sandbox_exec_main(std::iter::once(program).chain(args));
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(run(cli.command))
+}
+
+/// Runs `command` on the async runtime.
+async fn run(command: Command) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
@@ -41,8 +64,9 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    match Cli::parse().command {
-        Command::Serve(args) => serve(args).await,
+    match command {
+        Command::Serve(args) => serve(*args).await,
+        Command::SandboxExec { .. } => bail!("sandbox-exec runs before the runtime starts"),
     }
 }
 

@@ -4,9 +4,15 @@
 //! ([`SandboxMode::probe`]) and the rule that the server never runs tools unconfined
 //! unless the operator said so: `auto` falls back from bubblewrap to Landlock and then
 //! fails; `none` works only when asked for by name, and is logged loudly. How a command is
-//! confined is the job of each [`Sandbox`] implementation ([`Bubblewrap`]).
+//! confined is the job of each [`Sandbox`] implementation ([`Bubblewrap`], [`Landlock`]).
 
 mod bwrap;
+mod caps;
+mod exec;
+mod probe_landlock;
+mod reexec;
+mod ruleset;
+mod seccomp;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -17,6 +23,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use bwrap::Bubblewrap;
+pub use exec::{PRIVATE_TMP, sandbox_exec_main};
+pub use reexec::{Landlock, SANDBOX_EXEC};
 
 use crate::command::{CommandSpec, NoSandbox, Sandbox};
 use crate::limits::ResourceLimits;
@@ -30,10 +38,6 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// works: a file written in the workspace is read back, and `/` is not writable.
 const PROBE_SCRIPT: &str = "echo agentd-sandbox-ok > probe.txt && cat probe.txt && test ! -w /";
 const PROBE_OUTPUT: &str = "agentd-sandbox-ok\n";
-
-/// Why Landlock is not offered: the re-executed helper that would apply it is not built.
-const LANDLOCK_MISSING: &str = "not implemented in this build (the Landlock + seccomp helper \
-     is not written yet); it would only be used where bubblewrap cannot create namespaces";
 
 /// The sandbox the operator asks for (`AGENTD_SANDBOX`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -83,6 +87,10 @@ pub struct SandboxConfig {
     /// The `bwrap` executable. Default `None`: the first `bwrap` in [`crate::SAFE_PATH`]
     /// (`chrt` is looked up there too; see [`Bubblewrap::with_idle_scheduling`]).
     pub bwrap_path: Option<PathBuf>,
+    /// The Landlock helper, run as `<it> sandbox-exec …` (see [`Landlock`]). Default
+    /// `None`: this very executable (`std::env::current_exe` at probe time), i.e. `agentd`.
+    /// Tests point it at the `agentd-sandbox-exec` binary of this crate.
+    pub landlock_helper: Option<PathBuf>,
 }
 
 impl Default for SandboxConfig {
@@ -96,6 +104,7 @@ impl Default for SandboxConfig {
             hide: home.into_iter().collect(),
             tmp_size: 1 << 30,
             bwrap_path: None,
+            landlock_helper: None,
         }
     }
 }
@@ -145,16 +154,22 @@ impl SandboxMode {
                         reason,
                     })
             }
-            SandboxRequest::Landlock => Err(SandboxError::Unavailable {
-                mode: Self::Landlock,
-                reason: LANDLOCK_MISSING.to_owned(),
-            }),
+            SandboxRequest::Landlock => {
+                probe_landlock::probe(config)
+                    .await
+                    .map_err(|reason| SandboxError::Unavailable {
+                        mode: Self::Landlock,
+                        reason,
+                    })
+            }
             SandboxRequest::Auto => match probe_bwrap(config).await {
                 Ok(active) => Ok(active),
-                Err(bwrap) => Err(SandboxError::NoneWorks {
-                    bwrap,
-                    landlock: LANDLOCK_MISSING.to_owned(),
-                }),
+                Err(bwrap) => {
+                    tracing::warn!(reason = %bwrap, "bubblewrap does not work here; trying Landlock");
+                    probe_landlock::probe(config)
+                        .await
+                        .map_err(|landlock| SandboxError::NoneWorks { bwrap, landlock })
+                }
             },
         }
     }
@@ -229,7 +244,7 @@ async fn probe_bwrap(config: &SandboxConfig) -> Result<ActiveSandbox, String> {
         .create(&scratch)
         .await
         .map_err(|err| format!("creating {}: {err}", scratch.display()))?;
-    let result = run_probe(&sandbox, scratch.clone()).await;
+    let result = run_probe(&sandbox, "bwrap", PROBE_SCRIPT, scratch.clone()).await;
     if let Err(err) = tokio::fs::remove_dir_all(&scratch).await {
         tracing::warn!(dir = %scratch.display(), %err, "could not remove the sandbox probe's directory");
     }
@@ -241,10 +256,16 @@ async fn probe_bwrap(config: &SandboxConfig) -> Result<ActiveSandbox, String> {
     })
 }
 
-/// Runs the probe script through `sandbox` in `workspace`.
-async fn run_probe(sandbox: &Bubblewrap, workspace: PathBuf) -> Result<(), String> {
+/// Runs `script` through `sandbox` (whose program is called `name` in errors) in
+/// `workspace`; it must print [`PROBE_OUTPUT`] and succeed.
+async fn run_probe(
+    sandbox: &dyn Sandbox,
+    name: &str,
+    script: &str,
+    workspace: PathBuf,
+) -> Result<(), String> {
     let spec = sandbox
-        .wrap(CommandSpec::bash(PROBE_SCRIPT, workspace))
+        .wrap(CommandSpec::bash(script, workspace))
         .map_err(|err| err.to_string())?;
     let limits = Limits {
         timeout: PROBE_TIMEOUT,
@@ -254,7 +275,7 @@ async fn run_probe(sandbox: &Bubblewrap, workspace: PathBuf) -> Result<(), Strin
     let cap = ProcessCap::rlimit();
     let finished = process::run(&spec, limits, &cap, &CancellationToken::new(), None)
         .await
-        .map_err(|err| format!("could not start bwrap: {err}"))?;
+        .map_err(|err| format!("could not start {name}: {err}"))?;
     let output = finished.output.text;
     match finished.ending {
         Ending::Exited(status) if status.success() && output == PROBE_OUTPUT => Ok(()),

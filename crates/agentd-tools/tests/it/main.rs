@@ -1,6 +1,6 @@
-//! Integration tests of agentd-tools: the bash tool running real processes (unconfined and
-//! in the real bubblewrap sandbox), the file tools on real files, confinement, limits and
-//! the workspaces themselves. One binary (see STYLE.md, Tests).
+//! Integration tests of agentd-tools: the bash tool running real processes (unconfined, in
+//! the real bubblewrap sandbox and in the Landlock + seccomp one), the file tools on real
+//! files, confinement, limits and the workspaces themselves. One binary (see STYLE.md, Tests).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,6 +12,7 @@ mod environment;
 mod files_read_write;
 mod files_search;
 mod helpers;
+mod landlock;
 mod lifetime;
 mod output;
 mod probe;

@@ -8,10 +8,6 @@ use agentd_tools::{
 };
 use pretty_assertions::assert_eq;
 
-const LANDLOCK: &str = "not implemented in this build (the Landlock + seccomp helper is not \
-                        written yet); it would only be used where bubblewrap cannot create \
-                        namespaces";
-
 #[tokio::test]
 async fn auto_picks_bubblewrap_where_it_works() {
     let active = SandboxMode::probe(&SandboxConfig::default()).await.unwrap();
@@ -31,27 +27,10 @@ async fn none_is_used_only_when_asked_for() {
 }
 
 #[tokio::test]
-async fn landlock_is_reported_unavailable_with_the_reason() {
-    let config = SandboxConfig {
-        mode: SandboxRequest::Landlock,
-        ..SandboxConfig::default()
-    };
-    let err = SandboxMode::probe(&config).await.unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "the landlock sandbox was asked for but does not work here: {LANDLOCK}. Install \
-             bubblewrap (Debian: `apt-get install bubblewrap`) and allow unprivileged user \
-             namespaces, pick another AGENTD_SANDBOX, or set AGENTD_SANDBOX=none to run tools \
-             unconfined"
-        )
-    );
-}
-
-#[tokio::test]
 async fn auto_refuses_to_start_when_no_sandbox_works() {
     let config = SandboxConfig {
         bwrap_path: Some(PathBuf::from("/bin/false")),
+        landlock_helper: Some(PathBuf::from("/nonexistent/agentd")),
         ..SandboxConfig::default()
     };
     let err = SandboxMode::probe(&config).await.unwrap_err();
@@ -60,7 +39,8 @@ async fn auto_refuses_to_start_when_no_sandbox_works() {
         err.to_string(),
         format!(
             "no sandbox works here (bwrap: a trivial command failed (exit status: 1) without \
-             output; landlock: {LANDLOCK}). Install bubblewrap (Debian: `apt-get install \
+             output; landlock: could not start the Landlock helper: No such file or directory \
+             (os error 2)). Install bubblewrap (Debian: `apt-get install \
              bubblewrap`) and allow unprivileged user namespaces, or set AGENTD_SANDBOX=none \
              to run tools unconfined"
         )

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod crash;
+mod landlock;
 mod replicas;
 mod sandbox;
 mod shutdown;

@@ -1,12 +1,14 @@
 //! Dev-only test helpers for agentd: [`ScriptedModel`], an OpenAI-compatible chat-completions
 //! server on `127.0.0.1:0` that answers each request with the next scripted [`Reply`] and
-//! records what it was asked, so tests drive the real provider client over real HTTP.
+//! records what it was asked, so tests drive the real provider client over real HTTP; and
+//! [`Workload`], the benchmark's answers that the `scripted-model` binary serves.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod postgres;
 mod reply;
 mod validate;
+mod workload;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -26,6 +28,7 @@ use tokio_stream::wrappers::ReceiverStream;
 pub use postgres::{TestDb, admin_url};
 pub use reply::Reply;
 pub use validate::validate_openai_request;
+pub use workload::{Answer, Script, Workload, now_nanos, send_stamp};
 
 #[derive(Default)]
 struct Shared {

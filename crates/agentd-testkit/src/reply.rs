@@ -27,7 +27,8 @@ fn data(value: Value) -> String {
     format!("data: {value}\n\n")
 }
 
-fn delta(delta: Value, finish: Option<&str>) -> String {
+/// One `chat.completion.chunk` frame with `delta` and `finish_reason`.
+pub(crate) fn delta(delta: Value, finish: Option<&str>) -> String {
     data(json!({
         "id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0,
         "model": "scripted", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]

@@ -170,3 +170,49 @@ pub(crate) fn lease_until(lease: std::time::Duration) -> String {
         .unwrap_or(DateTime::<Utc>::MAX_UTC);
     agentd_events::format_time(&until)
 }
+
+/// Events `after + 1 …` of `data`, serialised once, as they will be stored.
+pub(crate) fn encode_events(
+    session_id: Uuid,
+    turn_id: Uuid,
+    after: u64,
+    data: &[agentd_events::EventData],
+) -> Vec<StoredEvent> {
+    let at = Utc::now();
+    (after + 1..)
+        .zip(data)
+        .map(|(seq, data)| StoredEvent {
+            seq,
+            event_type: data.type_name().into(),
+            json: agentd_events::envelope_json(seq, session_id, turn_id, &at, data).into(),
+        })
+        .collect()
+}
+
+/// Rows per multi-row `INSERT INTO events` (5 parameters each, far below every backend's
+/// parameter limit).
+pub(crate) const INSERT_ROWS: usize = 100;
+
+/// `INSERT INTO events (…) VALUES (…), (…)` for `rows` rows, with `?` placeholders or, when
+/// `numbered`, Postgres's `$1, $2, …`.
+pub(crate) fn insert_events_sql(rows: usize, numbered: bool) -> String {
+    let mut sql = String::from("INSERT INTO events (session_id, seq, turn_id, type, body) VALUES ");
+    for row in 0..rows {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for column in 0..5 {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            if numbered {
+                sql.push_str(&format!("${}", row * 5 + column + 1));
+            } else {
+                sql.push('?');
+            }
+        }
+        sql.push(')');
+    }
+    sql
+}

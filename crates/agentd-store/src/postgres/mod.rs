@@ -11,7 +11,7 @@ mod listen;
 
 use std::time::Duration;
 
-use agentd_events::{Event, EventData, TurnEnd, envelope_json, format_time};
+use agentd_events::{Event, EventData, TurnEnd, format_time};
 use async_trait::async_trait;
 use chrono::Utc;
 use sqlx::postgres::{PgPool, PgPoolOptions};
@@ -63,7 +63,8 @@ async fn lock_head(
     rows::head(&row)
 }
 
-/// Inserts `data` as events `after + 1 …`, queues the notification, returns them as stored.
+/// Inserts `data` as events `after + 1 …` (multi-row inserts), queues the notification,
+/// returns them as stored.
 async fn insert_events(
     tx: &mut Transaction<'static, Postgres>,
     session_id: Uuid,
@@ -71,25 +72,20 @@ async fn insert_events(
     after: u64,
     data: &[EventData],
 ) -> Result<Vec<StoredEvent>> {
-    let at = Utc::now();
-    let mut stored = Vec::with_capacity(data.len());
-    for (seq, data) in (after + 1..).zip(data) {
-        let json = envelope_json(seq, session_id, turn_id, &at, data);
-        sqlx::query(
-            "INSERT INTO events (session_id, seq, turn_id, type, body) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(session_id.to_string())
-        .bind(seq as i64)
-        .bind(turn_id.to_string())
-        .bind(data.type_name())
-        .bind(&json)
-        .execute(&mut **tx)
-        .await?;
-        stored.push(StoredEvent {
-            seq,
-            event_type: data.type_name().into(),
-            json: json.into(),
-        });
+    let stored = rows::encode_events(session_id, turn_id, after, data);
+    let (session, turn) = (session_id.to_string(), turn_id.to_string());
+    for batch in stored.chunks(rows::INSERT_ROWS) {
+        let sql = rows::insert_events_sql(batch.len(), true);
+        let mut query = sqlx::query(&sql);
+        for event in batch {
+            query = query
+                .bind(&session)
+                .bind(event.seq as i64)
+                .bind(&turn)
+                .bind(&*event.event_type)
+                .bind(&*event.json);
+        }
+        query.execute(&mut **tx).await?;
     }
     if let Some(last) = stored.last() {
         sqlx::query("SELECT pg_notify($1, $2)")
@@ -259,18 +255,29 @@ impl EventStore for PgStore {
         if data.is_empty() {
             return Ok(Vec::new());
         }
+        // The UPDATE locks the session's row (serialising appends across replicas), checks
+        // the turn lock and claims the seqs; then one statement inserts the rows.
         let mut tx = self.pool.begin().await?;
-        let head = lock_head(&mut tx, session_id).await?;
-        if head.active_turn_id != Some(turn_id) {
-            return Err(Error::TurnNotRunning(turn_id));
-        }
-        let stored = insert_events(&mut tx, session_id, turn_id, head.last_seq, data).await?;
-        sqlx::query("UPDATE sessions SET last_seq = $1, updated_at = $2 WHERE id = $3")
-            .bind((head.last_seq + data.len() as u64) as i64)
-            .bind(format_time(&Utc::now()))
-            .bind(session_id.to_string())
-            .execute(&mut *tx)
-            .await?;
+        let claimed = sqlx::query(
+            "UPDATE sessions SET last_seq = last_seq + $1, updated_at = $2 \
+             WHERE id = $3 AND active_turn_id = $4 RETURNING last_seq",
+        )
+        .bind(data.len() as i64)
+        .bind(format_time(&Utc::now()))
+        .bind(session_id.to_string())
+        .bind(turn_id.to_string())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(claimed) = claimed else {
+            drop(tx);
+            return Err(match self.session(session_id).await {
+                Ok(_) => Error::TurnNotRunning(turn_id),
+                Err(error) => error,
+            });
+        };
+        let last = rows::seq(sqlx::Row::try_get(&claimed, 0)?);
+        let after = last.saturating_sub(data.len() as u64);
+        let stored = insert_events(&mut tx, session_id, turn_id, after, data).await?;
         tx.commit().await?;
         Ok(stored)
     }

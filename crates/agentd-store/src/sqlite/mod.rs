@@ -9,7 +9,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use agentd_events::{Event, EventData, TurnEnd, envelope_json, format_time};
+use agentd_events::{Event, EventData, TurnEnd, format_time};
 use async_trait::async_trait;
 use chrono::Utc;
 use sqlx::sqlite::{
@@ -82,7 +82,7 @@ async fn head(
     rows::head(&row)
 }
 
-/// Inserts `data` as events `after + 1 …` and returns them as stored.
+/// Inserts `data` as events `after + 1 …` (multi-row inserts) and returns them as stored.
 async fn insert_events(
     tx: &mut Transaction<'static, Sqlite>,
     session_id: Uuid,
@@ -90,27 +90,36 @@ async fn insert_events(
     after: u64,
     data: &[EventData],
 ) -> Result<Vec<StoredEvent>> {
-    let at = Utc::now();
-    let mut stored = Vec::with_capacity(data.len());
-    for (seq, data) in (after + 1..).zip(data) {
-        let json = envelope_json(seq, session_id, turn_id, &at, data);
-        sqlx::query(
-            "INSERT INTO events (session_id, seq, turn_id, type, body) VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(session_id.to_string())
-        .bind(seq as i64)
-        .bind(turn_id.to_string())
-        .bind(data.type_name())
-        .bind(&json)
-        .execute(&mut **tx)
-        .await?;
-        stored.push(StoredEvent {
-            seq,
-            event_type: data.type_name().into(),
-            json: json.into(),
-        });
+    let stored = rows::encode_events(session_id, turn_id, after, data);
+    let (session, turn) = (session_id.to_string(), turn_id.to_string());
+    for batch in stored.chunks(rows::INSERT_ROWS) {
+        let sql = rows::insert_events_sql(batch.len(), false);
+        let mut query = sqlx::query(&sql);
+        for event in batch {
+            query = query
+                .bind(&session)
+                .bind(event.seq as i64)
+                .bind(&turn)
+                .bind(&*event.event_type)
+                .bind(&*event.json);
+        }
+        query.execute(&mut **tx).await?;
     }
     Ok(stored)
+}
+
+/// Why a write for `turn_id` found no running turn: the session is gone, or the turn is not
+/// (or no longer) its running one.
+async fn not_running(readers: &SqlitePool, session_id: Uuid, turn_id: Uuid) -> Error {
+    let exists = sqlx::query("SELECT 1 FROM sessions WHERE id = ?")
+        .bind(session_id.to_string())
+        .fetch_optional(readers)
+        .await;
+    match exists {
+        Ok(Some(_)) => Error::TurnNotRunning(turn_id),
+        Ok(None) => Error::SessionNotFound(session_id),
+        Err(error) => error.into(),
+    }
 }
 
 #[async_trait]
@@ -251,18 +260,25 @@ impl EventStore for SqliteStore {
         if data.is_empty() {
             return Ok(Vec::new());
         }
+        // One statement claims the seqs and checks the turn lock; one inserts the rows.
         let mut tx = self.write().await?;
-        let head = head(&mut tx, session_id).await?;
-        if head.active_turn_id != Some(turn_id) {
-            return Err(Error::TurnNotRunning(turn_id));
-        }
-        let stored = insert_events(&mut tx, session_id, turn_id, head.last_seq, data).await?;
-        sqlx::query("UPDATE sessions SET last_seq = ?, updated_at = ? WHERE id = ?")
-            .bind((head.last_seq + data.len() as u64) as i64)
-            .bind(format_time(&Utc::now()))
-            .bind(session_id.to_string())
-            .execute(&mut *tx)
-            .await?;
+        let claimed = sqlx::query(
+            "UPDATE sessions SET last_seq = last_seq + ?, updated_at = ? \
+             WHERE id = ? AND active_turn_id = ? RETURNING last_seq",
+        )
+        .bind(data.len() as i64)
+        .bind(format_time(&Utc::now()))
+        .bind(session_id.to_string())
+        .bind(turn_id.to_string())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(claimed) = claimed else {
+            drop(tx);
+            return Err(not_running(&self.readers, session_id, turn_id).await);
+        };
+        let last = rows::seq(sqlx::Row::try_get(&claimed, 0)?);
+        let after = last.saturating_sub(data.len() as u64);
+        let stored = insert_events(&mut tx, session_id, turn_id, after, data).await?;
         tx.commit().await?;
         Ok(stored)
     }

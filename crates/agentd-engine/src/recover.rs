@@ -38,8 +38,12 @@ pub(crate) async fn keep_leases(inner: &Inner, stop: CancellationToken) {
         }
         let mine: Vec<Uuid> = inner.lock_running().keys().copied().collect();
         for turn_id in mine {
-            if let Err(error) = inner.store.renew_lease(turn_id, lease).await {
-                tracing::warn!(turn = %turn_id, %error, "could not renew a turn's lease");
+            match inner.store.renew_lease(turn_id, lease).await {
+                // It ended between the snapshot and now.
+                Ok(()) | Err(agentd_store::Error::TurnNotRunning(_)) => {}
+                Err(error) => {
+                    tracing::warn!(turn = %turn_id, %error, "could not renew a turn's lease")
+                }
             }
         }
         match inner.store.expired_turns().await {

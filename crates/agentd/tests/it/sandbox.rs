@@ -8,10 +8,16 @@ use serde_json::{Value, json};
 
 use crate::support::Server;
 
-const CANARY: &str = "sk-canary-0f3e9a7c5d";
+/// The server's API key in these tests: it must never reach a tool.
+pub const CANARY: &str = "sk-canary-0f3e9a7c5d";
 
-/// Runs one `bash` call through a sandboxed server and returns its tool result.
 async fn run_sandboxed(command: &str) -> (Value, tempfile::TempDir) {
+    run_in("bwrap", command).await
+}
+
+/// Runs one `bash` call through a server in sandbox `mode` (checked on `/healthz`) and
+/// returns its tool result.
+pub async fn run_in(mode: &str, command: &str) -> (Value, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let model = ScriptedModel::start(vec![
         Reply::tool_call("c1", "bash", json!({ "command": command })),
@@ -23,7 +29,7 @@ async fn run_sandboxed(command: &str) -> (Value, tempfile::TempDir) {
         &model.base_url(),
         1,
         &[
-            ("AGENTD_SANDBOX", "bwrap".to_owned()),
+            ("AGENTD_SANDBOX", mode.to_owned()),
             ("AGENTD_API_KEY", CANARY.to_owned()),
             ("AGENTD_TEST_CANARY", CANARY.to_owned()),
         ],
@@ -38,7 +44,7 @@ async fn run_sandboxed(command: &str) -> (Value, tempfile::TempDir) {
         .json()
         .await
         .unwrap();
-    assert_eq!(health["sandbox"], json!("bwrap"));
+    assert_eq!(health["sandbox"], json!(mode));
     let session = server.create_session().await;
     server.post_turn(&session, "probe").await;
     for _ in 0..500 {

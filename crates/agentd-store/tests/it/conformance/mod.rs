@@ -1,5 +1,9 @@
 //! Checks every `EventStore` implementation must pass, written once against the trait.
 
+mod concurrency;
+
+pub use concurrency::*;
+
 use agentd_events::{
     Chunk, ErrorInfo, EventData, FinishKind, Message, ToolCall, ToolResult, TurnEnd, TurnEndKind,
     Usage,
@@ -7,18 +11,17 @@ use agentd_events::{
 use agentd_store::{BeginTurn, Error, EventStore, NewSession, SessionStatus, TurnStatus};
 use std::time::Duration;
 
-use futures_util::future::join_all;
 use pretty_assertions::assert_eq;
 use uuid::Uuid;
 
 /// A lease long enough never to lapse during a test.
-const LEASE: Duration = Duration::from_secs(600);
+pub(crate) const LEASE: Duration = Duration::from_secs(600);
 
-fn text(s: &str) -> EventData {
+pub(crate) fn text(s: &str) -> EventData {
     EventData::AssistantChunk(Chunk::Text { content: s.into() })
 }
 
-fn end(kind: TurnEndKind, input: u64, output: u64) -> TurnEnd {
+pub(crate) fn end(kind: TurnEndKind, input: u64, output: u64) -> TurnEnd {
     TurnEnd {
         kind,
         error: None,
@@ -30,7 +33,7 @@ fn end(kind: TurnEndKind, input: u64, output: u64) -> TurnEnd {
     }
 }
 
-async fn new_session(store: &dyn EventStore) -> Uuid {
+pub(crate) async fn new_session(store: &dyn EventStore) -> Uuid {
     store
         .create_session(NewSession::default())
         .await
@@ -184,25 +187,6 @@ pub async fn only_one_turn_runs_per_session(store: &dyn EventStore) {
     // The refused turn left nothing behind.
     assert_eq!(all_events(store, session_id).await.len(), 1);
     assert_eq!(store.list_turns(session_id).await.unwrap().len(), 1);
-}
-
-pub async fn concurrent_begins_start_exactly_one_turn(store: &dyn EventStore) {
-    let session_id = new_session(store).await;
-    let attempts = (0..20).map(|i| async move {
-        store
-            .begin_turn(session_id, Uuid::new_v4(), &format!("try {i}"), None, LEASE)
-            .await
-    });
-    let results = join_all(attempts).await;
-    let started = results
-        .iter()
-        .filter(|r| matches!(r, Ok(BeginTurn::Started(..))))
-        .count();
-    let refused = results
-        .iter()
-        .filter(|r| matches!(r, Err(Error::TurnInProgress { .. })))
-        .count();
-    assert_eq!((started, refused), (1, 19));
 }
 
 pub async fn appending_to_a_turn_that_is_not_running_is_refused(store: &dyn EventStore) {
@@ -470,74 +454,4 @@ pub async fn unknown_ids_are_not_found(store: &dyn EventStore) {
     ));
     assert_eq!(store.load(session_id, 0, None).await.unwrap(), vec![]);
     store.ping().await.unwrap();
-}
-
-pub async fn a_lapsed_lease_marks_the_turn_expired_and_renewal_keeps_it(store: &dyn EventStore) {
-    let session_id = new_session(store).await;
-    let short = Uuid::new_v4();
-    store
-        .begin_turn(session_id, short, "go", None, Duration::from_millis(50))
-        .await
-        .unwrap();
-    assert_eq!(store.expired_turns().await.unwrap(), vec![]);
-    tokio::time::sleep(Duration::from_millis(120)).await;
-    let expired: Vec<Uuid> = store
-        .expired_turns()
-        .await
-        .unwrap()
-        .iter()
-        .map(|t| t.id)
-        .collect();
-    assert_eq!(expired, vec![short]);
-    store.renew_lease(short, LEASE).await.unwrap();
-    assert_eq!(store.expired_turns().await.unwrap(), vec![]);
-    store
-        .end_turn(session_id, short, &end(TurnEndKind::Interrupted, 0, 0))
-        .await
-        .unwrap();
-    assert!(matches!(
-        store.renew_lease(short, LEASE).await,
-        Err(Error::TurnNotRunning(_))
-    ));
-}
-
-/// Two stores (two replicas) on one database: concurrent begins start one turn, and
-/// concurrent appends by the winner through both handles leave seqs gapless and ordered.
-pub async fn two_writers_never_interleave_or_gap(a: &dyn EventStore, b: &dyn EventStore) {
-    let session_id = new_session(a).await;
-    let attempts = (0..10).map(|i| {
-        let store = if i % 2 == 0 { a } else { b };
-        async move {
-            store
-                .begin_turn(session_id, Uuid::new_v4(), "race", None, LEASE)
-                .await
-        }
-    });
-    let results = join_all(attempts).await;
-    let winners: Vec<Uuid> = results
-        .iter()
-        .filter_map(|r| match r {
-            Ok(BeginTurn::Started(turn, _)) => Some(turn.id),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(winners.len(), 1);
-    let turn_id = winners[0];
-    let appends = (0..40).map(|i| {
-        let store = if i % 2 == 0 { a } else { b };
-        async move {
-            store
-                .append(session_id, turn_id, &[text(&i.to_string())])
-                .await
-        }
-    });
-    for result in join_all(appends).await {
-        result.unwrap();
-    }
-    let seqs: Vec<u64> = all_events(a, session_id)
-        .await
-        .iter()
-        .map(|e| e.0)
-        .collect();
-    assert_eq!(seqs, (1..=41).collect::<Vec<_>>());
 }

@@ -1,0 +1,100 @@
+//! Conformance checks about concurrency: racing turn starts, two writers (two replicas) on
+//! one database, and turn leases.
+
+use std::time::Duration;
+
+use agentd_store::{BeginTurn, Error, EventStore};
+use futures_util::future::join_all;
+use pretty_assertions::assert_eq;
+use uuid::Uuid;
+
+use super::{LEASE, TurnEndKind, all_events, end, new_session, text};
+
+pub async fn concurrent_begins_start_exactly_one_turn(store: &dyn EventStore) {
+    let session_id = new_session(store).await;
+    let attempts = (0..20).map(|i| async move {
+        store
+            .begin_turn(session_id, Uuid::new_v4(), &format!("try {i}"), None, LEASE)
+            .await
+    });
+    let results = join_all(attempts).await;
+    let started = results
+        .iter()
+        .filter(|r| matches!(r, Ok(BeginTurn::Started(..))))
+        .count();
+    let refused = results
+        .iter()
+        .filter(|r| matches!(r, Err(Error::TurnInProgress { .. })))
+        .count();
+    assert_eq!((started, refused), (1, 19));
+}
+
+/// Two stores (two replicas) on one database: concurrent begins start one turn, and
+/// concurrent appends by the winner through both handles leave seqs gapless and ordered.
+pub async fn two_writers_never_interleave_or_gap(a: &dyn EventStore, b: &dyn EventStore) {
+    let session_id = new_session(a).await;
+    let attempts = (0..10).map(|i| {
+        let store = if i % 2 == 0 { a } else { b };
+        async move {
+            store
+                .begin_turn(session_id, Uuid::new_v4(), "race", None, LEASE)
+                .await
+        }
+    });
+    let results = join_all(attempts).await;
+    let winners: Vec<Uuid> = results
+        .iter()
+        .filter_map(|r| match r {
+            Ok(BeginTurn::Started(turn, _)) => Some(turn.id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(winners.len(), 1);
+    let turn_id = winners[0];
+    let appends = (0..40).map(|i| {
+        let store = if i % 2 == 0 { a } else { b };
+        async move {
+            store
+                .append(session_id, turn_id, &[text(&i.to_string())])
+                .await
+        }
+    });
+    for result in join_all(appends).await {
+        result.unwrap();
+    }
+    let seqs: Vec<u64> = all_events(a, session_id)
+        .await
+        .iter()
+        .map(|e| e.0)
+        .collect();
+    assert_eq!(seqs, (1..=41).collect::<Vec<_>>());
+}
+
+pub async fn a_lapsed_lease_marks_the_turn_expired_and_renewal_keeps_it(store: &dyn EventStore) {
+    let session_id = new_session(store).await;
+    let short = Uuid::new_v4();
+    store
+        .begin_turn(session_id, short, "go", None, Duration::from_millis(50))
+        .await
+        .unwrap();
+    assert_eq!(store.expired_turns().await.unwrap(), vec![]);
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    let expired: Vec<Uuid> = store
+        .expired_turns()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(expired, vec![short]);
+    store.renew_lease(short, LEASE).await.unwrap();
+    assert_eq!(store.expired_turns().await.unwrap(), vec![]);
+    store
+        .end_turn(session_id, short, &end(TurnEndKind::Interrupted, 0, 0))
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.renew_lease(short, LEASE).await,
+        Err(Error::TurnNotRunning(_))
+    ));
+}

@@ -4,6 +4,7 @@
 
 mod crash;
 mod landlock;
+mod perimeter;
 mod replicas;
 mod sandbox;
 mod shutdown;

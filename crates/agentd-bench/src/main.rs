@@ -122,8 +122,41 @@ async fn main() -> anyhow::Result<()> {
         model_url: model.base_url.clone(),
         database_url: cli.database_url.clone(),
     };
+    let figures = measure(&plan, &config, &model, &http).await?;
+    model.stop().await?;
+
+    let rows = table::rows(&figures);
+    println!("\n{}", report::table(&rows));
+    let json = json!({
+        "machine": machine(),
+        "config": {
+            "quick": cli.quick,
+            "duration_s": plan.duration.as_secs_f64(),
+            "database": cli.database_url.as_deref().unwrap_or("sqlite file (default)"),
+            "history_turns": plan.history_turns,
+            "turns_per_session_in_timed_runs": ROTATE_EVERY,
+            "agentd": config.bin,
+            "healthz": figures.health,
+        },
+        "table": report::rows_json(&rows),
+        "details": figures.json(),
+    });
+    std::fs::write(&cli.output, serde_json::to_string_pretty(&json)?)
+        .with_context(|| format!("writing {}", cli.output.display()))?;
+    eprintln!("wrote {}", cli.output.display());
+    Ok(())
+}
+
+/// Runs every workload, in order, against one server over a fresh data dir, then restarts it
+/// over the same database for the cold-start figure.
+async fn measure(
+    plan: &Plan,
+    config: &AgentdConfig,
+    model: &Model,
+    http: &reqwest::Client,
+) -> anyhow::Result<Figures> {
     let mut figures = Figures::default();
-    let server = Agentd::start(&config, &http).await?;
+    let server = Agentd::start(config, http).await?;
     figures.start_new_db = server.started_in;
     tokio::time::sleep(Duration::from_secs(1)).await;
     figures.idle = Memory::read(server.pid()?)?;
@@ -162,43 +195,28 @@ async fn main() -> anyhow::Result<()> {
     ));
     let (long, build) = workloads::build_history(&target, plan.history_turns).await?;
     step(&format!(
-        "long history: {} turns each on it and on a fresh session, turn about",
+        "long history: {} turns each on it and on fresh sessions, turn about",
         plan.measured_turns
     ));
-    let compared =
-        workloads::compare_history(&target, &long, plan.history_turns, plan.measured_turns).await?;
+    let compared = workloads::compare_history(
+        &target,
+        &long,
+        plan.history_turns,
+        plan.measured_turns,
+        ROTATE_EVERY,
+    )
+    .await?;
     figures.history = Some((compared, build));
     figures.problems = server.problems();
     server.stop().await?;
 
     step("cold start over the existing database");
     for _ in 0..plan.cold_starts {
-        let server = Agentd::start(&config, &http).await?;
+        let server = Agentd::start(config, http).await?;
         figures.cold_starts.push(server.started_in);
         server.stop().await?;
     }
-    model.stop().await?;
-
-    let rows = table::rows(&figures);
-    println!("\n{}", report::table(&rows));
-    let json = json!({
-        "machine": machine(),
-        "config": {
-            "quick": cli.quick,
-            "duration_s": plan.duration.as_secs_f64(),
-            "database": cli.database_url.as_deref().unwrap_or("sqlite file (default)"),
-            "history_turns": plan.history_turns,
-            "turns_per_session_in_timed_runs": ROTATE_EVERY,
-            "agentd": config.bin,
-            "healthz": figures.health,
-        },
-        "table": report::rows_json(&rows),
-        "details": figures.json(),
-    });
-    std::fs::write(&cli.output, serde_json::to_string_pretty(&json)?)
-        .with_context(|| format!("writing {}", cli.output.display()))?;
-    eprintln!("wrote {}", cli.output.display());
-    Ok(())
+    Ok(figures)
 }
 
 /// Everything measured, as the table and the JSON file need it.

@@ -144,20 +144,21 @@ pub fn rows(f: &Figures) -> Vec<Row> {
             "all",
         ));
     }
-    let timed: Vec<_> = std::iter::once(&f.latency).chain(&f.throughput).collect();
-    let others: Vec<String> = timed
-        .iter()
+    let cores: Vec<String> = std::iter::once(&f.latency)
+        .chain(&f.throughput)
         .map(|run| {
+            let per_sec = |d: std::time::Duration| d.as_secs_f64() / run.elapsed.as_secs_f64();
             format!(
-                "{:.2}",
-                run.cpu.others().as_secs_f64() / run.elapsed.as_secs_f64().max(1e-9)
+                "{:.2} ({:.2})",
+                per_sec(run.cpu.machine),
+                per_sec(run.cpu.others())
             )
         })
         .collect();
     rows.push(Row::new(
-        "other work on the machine during latency, 1, 8, 64 sessions (cores busy)",
-        others.join(", "),
-        "0 (a quiet machine)",
+        "cores busy, latency / 1 / 8 / 64 sessions: machine (other work)",
+        cores.join(", "),
+        "of 2 (other work 0)",
     ));
     let runs = std::iter::once(&f.latency)
         .chain(&f.throughput)

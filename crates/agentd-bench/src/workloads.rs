@@ -155,6 +155,7 @@ impl Run {
                 "model": per_turn(self.cpu.model.own),
                 "client": per_turn(self.cpu.client.own),
             },
+            "machine_busy_cores": round3(self.cpu.machine.as_secs_f64() / self.elapsed.as_secs_f64().max(1e-9)),
             "other_processes_cores": round3(self.cpu.others().as_secs_f64() / self.elapsed.as_secs_f64().max(1e-9)),
         })
     }
@@ -231,7 +232,7 @@ pub async fn drive(
 }
 
 /// The long-history comparison: `measured` turns alternating between a session with a long
-/// history and a fresh one (so both see the same machine noise).
+/// history and fresh ones (so both see the same machine noise).
 pub struct LongHistory {
     /// Turns of the long session before the measured ones.
     pub earlier: usize,
@@ -256,17 +257,22 @@ pub async fn build_history(target: &Target, earlier: usize) -> anyhow::Result<(S
     Ok((id, run))
 }
 
-/// Runs `measured` turns on `long` (which has `earlier` turns) and on a fresh session, turn
-/// about.
+/// Runs `measured` turns on `long` (which has `earlier` turns) and on fresh sessions, turn
+/// about. The fresh side moves to a new session every `rotate_every` turns, as the timed
+/// runs do, so it stays a short conversation.
 pub async fn compare_history(
     target: &Target,
     long: &str,
     earlier: usize,
     measured: usize,
+    rotate_every: usize,
 ) -> anyhow::Result<LongHistory> {
-    let fresh = target.api.create_session(None).await?;
     let mut runs = (Run::default(), Run::default());
-    for _ in 0..measured {
+    let mut fresh = String::new();
+    for i in 0..measured {
+        if i % rotate_every.max(1) == 0 {
+            fresh = target.api.create_session(None).await?;
+        }
         runs.0.turns.push(target.api.turn(long).await?);
         runs.1.turns.push(target.api.turn(&fresh).await?);
     }

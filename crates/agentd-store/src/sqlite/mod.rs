@@ -348,7 +348,10 @@ impl EventStore for SqliteStore {
 
     async fn load_conversation(&self, session_id: Uuid) -> Result<Vec<Event>> {
         let rows = sqlx::query(
-            "SELECT seq, type, body FROM events WHERE session_id = ? \
+            // The partial index holds exactly these rows; without the hint SQLite walks the
+            // primary key through every chunk of the session.
+            "SELECT seq, type, body FROM events INDEXED BY events_conversation \
+             WHERE session_id = ? \
              AND type IN ('user/message', 'assistant/message', 'tool/result') ORDER BY seq",
         )
         .bind(session_id.to_string())

@@ -33,6 +33,18 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
+    /// Sandboxes bind and restrict by path: both the workspace and the working directory
+    /// must be absolute. Errors: `InvalidInput` otherwise.
+    pub fn require_absolute_paths(&self) -> std::io::Result<()> {
+        if self.workspace.is_absolute() && self.cwd.is_absolute() {
+            return Ok(());
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the workspace and working directory must be absolute paths",
+        ))
+    }
+
     /// `bash -c <script>` in `workspace`, with the allowlisted environment only:
     /// `PATH` = [`SAFE_PATH`], `HOME` = `workspace`, `LANG=C.UTF-8`, `TERM=dumb`.
     pub fn bash(script: &str, workspace: PathBuf) -> Self {

@@ -100,6 +100,7 @@ impl Bubblewrap {
 
 impl Sandbox for Bubblewrap {
     fn wrap(&self, command: CommandSpec) -> io::Result<CommandSpec> {
+        command.require_absolute_paths()?;
         let CommandSpec {
             program,
             args: command_args,
@@ -107,12 +108,6 @@ impl Sandbox for Bubblewrap {
             workspace,
             env,
         } = command;
-        if !workspace.is_absolute() || !cwd.is_absolute() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "the workspace and working directory must be absolute paths",
-            ));
-        }
         let mut args = Args::default();
         args.flags(&[
             "--die-with-parent",

@@ -72,6 +72,7 @@ impl Landlock {
 
 impl Sandbox for Landlock {
     fn wrap(&self, command: CommandSpec) -> io::Result<CommandSpec> {
+        command.require_absolute_paths()?;
         let CommandSpec {
             program,
             args: command_args,
@@ -79,12 +80,6 @@ impl Sandbox for Landlock {
             workspace,
             env,
         } = command;
-        if !workspace.is_absolute() || !cwd.is_absolute() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "the workspace and working directory must be absolute paths",
-            ));
-        }
         let mut args: Vec<OsString> = vec![SANDBOX_EXEC.into(), "--workspace".into()];
         args.push(workspace.clone().into_os_string());
         if self.network {

@@ -59,7 +59,11 @@ impl From<StoreError> for AppError {
             StoreError::TurnNotRunning(_) => {
                 Self::new(StatusCode::CONFLICT, "turn_not_running", error.to_string())
             }
-            StoreError::Corrupt(_) | StoreError::Database(_) | StoreError::Migrate(_) => {
+            StoreError::Corrupt(_)
+            | StoreError::Database(_)
+            | StoreError::Sqlite(_)
+            | StoreError::Unavailable(_)
+            | StoreError::Migrate(_) => {
                 tracing::error!(%error, "store error");
                 Self::new(
                     StatusCode::SERVICE_UNAVAILABLE,

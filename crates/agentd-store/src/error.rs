@@ -26,6 +26,13 @@ pub enum Error {
     /// The database failed (connection, IO, constraint, …). Callers may retry.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// SQLite failed (IO, constraint, a lock held past `busy_timeout`, …). Callers may retry.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The database could not take the operation: a group commit failed, or the SQLite
+    /// writer thread is gone. Carries the reason. Callers may retry.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
     /// Applying the embedded migrations failed at start-up.
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),

@@ -10,7 +10,6 @@ use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
-use sqlx::sqlite::SqliteRow;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
@@ -43,8 +42,22 @@ macro_rules! cells_for {
     };
 }
 
-cells_for!(SqliteRow);
 cells_for!(PgRow);
+
+impl Cells for rusqlite::Row<'_> {
+    fn text(&self, column: &str) -> Result<String> {
+        Ok(self.get(column)?)
+    }
+    fn opt_text(&self, column: &str) -> Result<Option<String>> {
+        Ok(self.get(column)?)
+    }
+    fn int(&self, column: &str) -> Result<i64> {
+        Ok(self.get(column)?)
+    }
+    fn opt_int(&self, column: &str) -> Result<Option<i64>> {
+        Ok(self.get(column)?)
+    }
+}
 
 pub(crate) const SESSION_COLUMNS: &str = "id, title, model, system, tools, max_steps, \
      active_turn_id, last_seq, usage, created_at, updated_at";
@@ -118,7 +131,7 @@ fn opt_uuid(text: Option<String>) -> Result<Option<Uuid>> {
     text.as_deref().map(uuid).transpose()
 }
 
-fn time(text: &str) -> Result<DateTime<Utc>> {
+pub(crate) fn time(text: &str) -> Result<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| Error::Corrupt(format!("time {text:?}: {e}")))

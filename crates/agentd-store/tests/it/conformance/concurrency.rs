@@ -98,3 +98,49 @@ pub async fn a_lapsed_lease_marks_the_turn_expired_and_renewal_keeps_it(store: &
         Err(Error::TurnNotRunning(_))
     ));
 }
+
+/// Writes to many sessions at once, some of them refused: every refused write fails alone
+/// (a backend that commits writes together must not let one failure undo the others), and
+/// every accepted one is stored once, in order, without gaps.
+pub async fn refused_writes_leave_concurrent_ones_whole(store: &dyn EventStore) {
+    let mut turns = Vec::new();
+    for _ in 0..4 {
+        let session_id = new_session(store).await;
+        let turn_id = Uuid::new_v4();
+        store
+            .begin_turn(session_id, turn_id, "go", None, LEASE)
+            .await
+            .unwrap();
+        turns.push((session_id, turn_id));
+    }
+    let writes = (0..48).map(|i| {
+        let (session_id, turn_id) = turns[i % turns.len()];
+        async move {
+            let refused = i % 3 == 0;
+            let turn = if refused { Uuid::new_v4() } else { turn_id };
+            let result = store
+                .append(session_id, turn, &[text(&i.to_string()), text("second")])
+                .await;
+            (refused, result)
+        }
+    });
+    for (refused, result) in join_all(writes).await {
+        if refused {
+            assert!(
+                matches!(result, Err(Error::TurnNotRunning(_))),
+                "{result:?}"
+            );
+        } else {
+            assert_eq!(result.unwrap().len(), 2);
+        }
+    }
+    for (session_id, _) in turns {
+        let seqs: Vec<u64> = all_events(store, session_id)
+            .await
+            .iter()
+            .map(|e| e.0)
+            .collect();
+        // The user/message, then 8 accepted appends of 2 events each.
+        assert_eq!(seqs, (1..=17).collect::<Vec<_>>());
+    }
+}

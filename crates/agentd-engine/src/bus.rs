@@ -22,16 +22,28 @@ pub struct Bus {
 
 struct Channel {
     events: broadcast::Sender<Arc<StoredEvent>>,
-    /// The newest seq another process reported for the session.
-    wake: watch::Sender<u64>,
+    /// The newest seq this process published for the session: a notification up to it
+    /// (Postgres also notifies our own appends) has nothing to wake anyone for.
+    published: u64,
+    /// What other processes stored, as far as notifications tell.
+    wake: watch::Sender<Wake>,
+}
+
+/// What the change listener knows of a session's events stored by other processes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Wake {
+    /// The newest seq a notification reported.
+    pub(crate) seq: u64,
+    /// Bumped each time notifications may have been lost: every subscriber re-reads.
+    pub(crate) resyncs: u64,
 }
 
 /// A live subscription to one session.
 pub struct Subscription {
     /// Events stored by this process, in seq order.
     pub(crate) events: broadcast::Receiver<Arc<StoredEvent>>,
-    /// Bumped when another process stored events: read them from the store.
-    pub(crate) wake: watch::Receiver<u64>,
+    /// Changes when another process stored events: read them from the store.
+    pub(crate) wake: watch::Receiver<Wake>,
 }
 
 impl Bus {
@@ -50,9 +62,12 @@ impl Bus {
     /// Publishes stored events of `session_id`, in seq order.
     pub fn publish(&self, session_id: Uuid, events: &[Arc<StoredEvent>]) {
         let mut channels = self.lock();
-        let Some(channel) = channels.get(&session_id) else {
+        let Some(channel) = channels.get_mut(&session_id) else {
             return;
         };
+        if let Some(last) = events.last() {
+            channel.published = channel.published.max(last.seq);
+        }
         for event in events {
             if channel.events.send(event.clone()).is_err() {
                 channels.remove(&session_id);
@@ -61,13 +76,17 @@ impl Bus {
         }
     }
 
-    /// Tells `session_id`'s subscribers that the store has events up to `seq`.
+    /// Tells `session_id`'s subscribers that the store has events up to `seq`, unless this
+    /// process published them itself.
     pub fn wake(&self, session_id: Uuid, seq: u64) {
         if let Some(channel) = self.lock().get(&session_id) {
+            if seq <= channel.published {
+                return;
+            }
             channel.wake.send_if_modified(|known| {
-                let newer = seq > *known;
+                let newer = seq > known.seq;
                 if newer {
-                    *known = seq;
+                    known.seq = seq;
                 }
                 newer
             });
@@ -77,7 +96,7 @@ impl Bus {
     /// Tells every subscriber to re-read from its cursor (notifications may have been lost).
     pub fn wake_all(&self) {
         for channel in self.lock().values() {
-            channel.wake.send_modify(|_| {});
+            channel.wake.send_modify(|known| known.resyncs += 1);
         }
     }
 
@@ -86,11 +105,52 @@ impl Bus {
         let mut channels = self.lock();
         let channel = channels.entry(session_id).or_insert_with(|| Channel {
             events: broadcast::channel(self.capacity).0,
-            wake: watch::channel(0).0,
+            published: 0,
+            wake: watch::channel(Wake::default()).0,
         });
         Subscription {
             events: channel.events.subscribe(),
             wake: channel.wake.subscribe(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: u64) -> Arc<StoredEvent> {
+        Arc::new(StoredEvent {
+            seq,
+            event_type: "user/message".into(),
+            json: "{}".into(),
+        })
+    }
+
+    #[test]
+    fn notifications_of_our_own_events_wake_nobody() {
+        let bus = Bus::new(16);
+        let session = Uuid::new_v4();
+        let mut sub = bus.subscribe(session);
+        bus.publish(session, &[event(1), event(2)]);
+        bus.wake(session, 2);
+        assert!(!sub.wake.has_changed().unwrap());
+        // Another process stored seq 3: that wakes.
+        bus.wake(session, 3);
+        assert!(sub.wake.has_changed().unwrap());
+        assert_eq!(sub.wake.borrow_and_update().seq, 3);
+        // An older notification arriving late does not.
+        bus.wake(session, 3);
+        assert!(!sub.wake.has_changed().unwrap());
+    }
+
+    #[test]
+    fn a_resync_wakes_every_subscriber() {
+        let bus = Bus::new(16);
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let (mut sub_a, mut sub_b) = (bus.subscribe(a), bus.subscribe(b));
+        bus.wake_all();
+        assert_eq!(sub_a.wake.borrow_and_update().resyncs, 1);
+        assert_eq!(sub_b.wake.borrow_and_update().resyncs, 1);
     }
 }

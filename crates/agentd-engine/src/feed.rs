@@ -29,6 +29,8 @@ pub struct EventFeed {
     live: Option<Subscription>,
     /// Whether the store has nothing after `last` as of the last read.
     caught_up: bool,
+    /// The resync count of the last wake-up handled.
+    resyncs: u64,
 }
 
 impl EventFeed {
@@ -43,6 +45,7 @@ impl EventFeed {
             session_id,
             last: after,
             backlog: VecDeque::new(),
+            resyncs: live.as_ref().map_or(0, |live| live.wake.borrow().resyncs),
             live,
             caught_up: false,
         }
@@ -83,9 +86,13 @@ impl EventFeed {
                     if changed.is_err() {
                         return Ok(None);
                     }
-                    // Another process stored events (or notifications were lost): re-read.
-                    live.wake.borrow_and_update();
-                    self.caught_up = false;
+                    // Another process stored events we have not seen (or notifications
+                    // were lost): re-read.
+                    let wake = *live.wake.borrow_and_update();
+                    if wake.seq > self.last || wake.resyncs != self.resyncs {
+                        self.resyncs = wake.resyncs;
+                        self.caught_up = false;
+                    }
                 }
             }
         }

@@ -202,13 +202,12 @@ pub(crate) fn encode_events(
         .collect()
 }
 
-/// Rows per multi-row `INSERT INTO events` (5 parameters each, far below every backend's
+/// Rows per multi-row `INSERT INTO events` (5 parameters each, far below Postgres's
 /// parameter limit).
 pub(crate) const INSERT_ROWS: usize = 100;
 
-/// `INSERT INTO events (…) VALUES (…), (…)` for `rows` rows, with `?` placeholders or, when
-/// `numbered`, Postgres's `$1, $2, …`.
-pub(crate) fn insert_events_sql(rows: usize, numbered: bool) -> String {
+/// `INSERT INTO events (…) VALUES ($1, …, $5), ($6, …)` for `rows` rows (Postgres).
+pub(crate) fn insert_events_sql(rows: usize) -> String {
     let mut sql = String::from("INSERT INTO events (session_id, seq, turn_id, type, body) VALUES ");
     for row in 0..rows {
         if row > 0 {
@@ -219,11 +218,7 @@ pub(crate) fn insert_events_sql(rows: usize, numbered: bool) -> String {
             if column > 0 {
                 sql.push_str(", ");
             }
-            if numbered {
-                sql.push_str(&format!("${}", row * 5 + column + 1));
-            } else {
-                sql.push('?');
-            }
+            sql.push_str(&format!("${}", row * 5 + column + 1));
         }
         sql.push(')');
     }

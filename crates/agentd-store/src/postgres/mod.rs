@@ -74,8 +74,20 @@ async fn insert_events(
 ) -> Result<Vec<StoredEvent>> {
     let stored = rows::encode_events(session_id, turn_id, after, data);
     let (session, turn) = (session_id.to_string(), turn_id.to_string());
-    for batch in stored.chunks(rows::INSERT_ROWS) {
-        let sql = rows::insert_events_sql(batch.len(), true);
+    let batches = stored.chunks(rows::INSERT_ROWS);
+    let count = batches.len();
+    for (i, batch) in batches.enumerate() {
+        let insert = rows::insert_events_sql(batch.len());
+        // The last batch queues the notification in the same statement (one round trip).
+        let notify = (i + 1 == count).then(|| batch.len() * 5);
+        let sql = match notify {
+            Some(n) => format!(
+                "WITH inserted AS ({insert}) SELECT pg_notify(${}, ${})",
+                n + 1,
+                n + 2
+            ),
+            None => insert,
+        };
         let mut query = sqlx::query(&sql);
         for event in batch {
             query = query
@@ -85,14 +97,12 @@ async fn insert_events(
                 .bind(&*event.event_type)
                 .bind(&*event.json);
         }
+        if let (Some(_), Some(last)) = (notify, batch.last()) {
+            query = query
+                .bind(CHANNEL)
+                .bind(format!("{session_id}:{}", last.seq));
+        }
         query.execute(&mut **tx).await?;
-    }
-    if let Some(last) = stored.last() {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(format!("{session_id}:{}", last.seq))
-            .execute(&mut **tx)
-            .await?;
     }
     Ok(stored)
 }

@@ -174,9 +174,21 @@ pub fn envelope_json(
     at: &DateTime<Utc>,
     data: &EventData,
 ) -> String {
+    envelope_with_seq(seq, &envelope_tail(session_id, turn_id, at, data))
+}
+
+/// The envelope of [`envelope_json`] without its seq: everything after `{"seq":N`, from
+/// `,"session_id":…` to the closing `}`. For a store that learns the seq only inside its
+/// insert statement; [`envelope_with_seq`] puts the two together.
+pub fn envelope_tail(
+    session_id: Uuid,
+    turn_id: Uuid,
+    at: &DateTime<Utc>,
+    data: &EventData,
+) -> String {
     #[derive(Serialize)]
     struct Envelope<'a> {
-        seq: u64,
+        seq: u8,
         session_id: Uuid,
         turn_id: Uuid,
         at: String,
@@ -184,15 +196,27 @@ pub fn envelope_json(
         data: &'a EventData,
     }
     let envelope = Envelope {
-        seq,
+        seq: 0,
         session_id,
         turn_id,
         at: format_time(at),
         data,
     };
     // Serialising these types cannot fail: every map key is a string.
-    serde_json::to_string(&envelope).unwrap_or_default()
+    let json = serde_json::to_string(&envelope).unwrap_or_default();
+    json.strip_prefix(SEQ_PREFIX_ZERO)
+        .map(str::to_owned)
+        .unwrap_or_default()
 }
+
+/// The envelope whose seq is `seq` and the rest `tail` (from [`envelope_tail`]).
+pub fn envelope_with_seq(seq: u64, tail: &str) -> String {
+    format!("{SEQ_PREFIX}{seq}{tail}")
+}
+
+/// How every envelope begins, up to its seq's digits.
+pub const SEQ_PREFIX: &str = "{\"seq\":";
+const SEQ_PREFIX_ZERO: &str = "{\"seq\":0";
 
 /// Formats a timestamp the way events carry it: RFC 3339, UTC, milliseconds, `Z`.
 pub fn format_time(at: &DateTime<Utc>) -> String {
@@ -241,6 +265,21 @@ mod tests {
             serde_json::from_str::<serde_json::Value>(&built).unwrap(),
             value
         );
+        // Byte for byte what serde writes for the event, also when put together from a
+        // tail (as Postgres does in its insert statement).
+        assert_eq!(built, serde_json::to_string(&event).unwrap());
+        for seq in [1, 7, 10, u64::MAX] {
+            let tail = envelope_tail(Uuid::nil(), Uuid::nil(), &event.at, &event.data);
+            assert!(tail.starts_with(",\"session_id\":"), "{tail}");
+            assert_eq!(
+                envelope_with_seq(seq, &tail),
+                serde_json::to_string(&Event {
+                    seq,
+                    ..event.clone()
+                })
+                .unwrap()
+            );
+        }
     }
 
     #[test]

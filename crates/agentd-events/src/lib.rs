@@ -14,7 +14,7 @@ pub use assemble::{Assembled, BlockAssembler};
 pub use chunk::{Chunk, ErrorInfo, Finish, FinishKind, Usage};
 pub use derive::{NOT_EXECUTED, derive_messages};
 pub use event::{
-    Event, EventData, ProviderRetry, ToolResult, ToolStart, TurnEnd, TurnEndKind, envelope_json,
-    format_time,
+    Event, EventData, ProviderRetry, SEQ_PREFIX, ToolResult, ToolStart, TurnEnd, TurnEndKind,
+    envelope_json, envelope_tail, envelope_with_seq, format_time,
 };
 pub use message::{FunctionCall, Message, ToolCall, ToolSpec};

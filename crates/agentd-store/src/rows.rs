@@ -131,7 +131,7 @@ fn opt_uuid(text: Option<String>) -> Result<Option<Uuid>> {
     text.as_deref().map(uuid).transpose()
 }
 
-pub(crate) fn time(text: &str) -> Result<DateTime<Utc>> {
+fn time(text: &str) -> Result<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| Error::Corrupt(format!("time {text:?}: {e}")))
@@ -152,6 +152,28 @@ pub(crate) fn seq(value: i64) -> u64 {
 
 fn clamp_u32(value: i64) -> u32 {
     u32::try_from(value.max(0)).unwrap_or(u32::MAX)
+}
+
+/// The turn `begin_turn` just started at `started_at` (as stored) with its `user/message` at
+/// `seq`: what a read would return, without reading it back.
+pub(crate) fn started_turn(
+    session_id: Uuid,
+    turn_id: Uuid,
+    seq: u64,
+    started_at: &str,
+) -> Result<Turn> {
+    Ok(Turn {
+        id: turn_id,
+        session_id,
+        status: TurnStatus::Running,
+        end_kind: None,
+        started_at: time(started_at)?,
+        ended_at: None,
+        first_seq: seq,
+        last_seq: seq,
+        usage: Usage::default(),
+        error: None,
+    })
 }
 
 /// A session's turn lock, cursor and usage, as read inside a write transaction.

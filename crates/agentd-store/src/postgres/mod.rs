@@ -1,17 +1,21 @@
 //! [`PgStore`]: the event log in Postgres, shared by several agentd replicas.
 //!
-//! Every write to a session locks its row (`SELECT … FOR UPDATE`) first, so appends from any
-//! number of replicas are serialised per session: seqs are assigned inside that lock and
-//! commit in order, and a reader can never see seq 101 committed before 100. The turn lock is
-//! the same row (`active_turn_id`). Each append sends `NOTIFY agentd_events` with
-//! `<session_id>:<seq>` inside its transaction, so it is delivered only after commit; other
-//! replicas use it to wake live readers, who then read the rows (see [`listen`]).
+//! Every write to a session locks its row first (`SELECT … FOR UPDATE`, or the `UPDATE` that
+//! claims an append's seqs), so appends from any number of replicas are serialised per
+//! session: seqs are assigned inside that lock and commit in order, and a reader can never
+//! see seq 101 committed before 100. The turn lock is the same row (`active_turn_id`). Each
+//! write of events sends `NOTIFY agentd_events` with `<session_id>:<seq>` inside its
+//! transaction, so it is delivered only after commit; other replicas use it to wake live
+//! readers, who then read the rows (see [`listen`]). An append, the write of every chunk, is
+//! one statement ([`APPEND`]): one round trip.
 
 mod listen;
 
 use std::time::Duration;
 
-use agentd_events::{Event, EventData, TurnEnd, format_time};
+use agentd_events::{
+    Event, EventData, SEQ_PREFIX, TurnEnd, envelope_tail, envelope_with_seq, format_time,
+};
 use async_trait::async_trait;
 use chrono::Utc;
 use sqlx::postgres::{PgPool, PgPoolOptions};
@@ -25,6 +29,24 @@ use crate::{ChangeStream, EventStore};
 
 /// The notification channel of appends.
 pub(crate) const CHANNEL: &str = "agentd_events";
+
+/// [`EventStore::append`] in one statement, so one round trip and no explicit transaction:
+/// the `UPDATE` locks the session's row (serialising appends across replicas), checks the
+/// turn lock and claims the seqs; the rows go in with each envelope completed by its seq
+/// (`$7 || seq || tail`, see `agentd_events::envelope_tail`); the notification is queued.
+/// No row back: the turn is not running. `$1` count, `$2` time, `$3` session, `$4` turn,
+/// `$5` types, `$6` envelope tails, `$7` the envelope's opening up to its seq, `$8` channel.
+const APPEND: &str = "\
+WITH claimed AS (
+    UPDATE sessions SET last_seq = last_seq + $1, updated_at = $2
+    WHERE id = $3 AND active_turn_id = $4
+    RETURNING last_seq - $1 AS after
+), inserted AS (
+    INSERT INTO events (session_id, seq, turn_id, type, body)
+    SELECT $3, claimed.after + e.n, $4, e.type, $7 || (claimed.after + e.n) || e.tail
+    FROM claimed, unnest($5::text[], $6::text[]) WITH ORDINALITY AS e(type, tail, n)
+)
+SELECT after, pg_notify($8, $3 || ':' || (after + $1)) FROM claimed";
 
 /// The event log in Postgres. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -222,7 +244,7 @@ impl EventStore for PgStore {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        let turn = self.turn(session_id, turn_id).await?;
+        let turn = rows::started_turn(session_id, turn_id, seq as u64, &now)?;
         let event = stored.pop().ok_or(Error::TurnNotFound(turn_id))?;
         Ok(BeginTurn::Started(turn, event))
     }
@@ -265,31 +287,39 @@ impl EventStore for PgStore {
         if data.is_empty() {
             return Ok(Vec::new());
         }
-        // The UPDATE locks the session's row (serialising appends across replicas), checks
-        // the turn lock and claims the seqs; then one statement inserts the rows.
-        let mut tx = self.pool.begin().await?;
-        let claimed = sqlx::query(
-            "UPDATE sessions SET last_seq = last_seq + $1, updated_at = $2 \
-             WHERE id = $3 AND active_turn_id = $4 RETURNING last_seq",
-        )
-        .bind(data.len() as i64)
-        .bind(format_time(&Utc::now()))
-        .bind(session_id.to_string())
-        .bind(turn_id.to_string())
-        .fetch_optional(&mut *tx)
-        .await?;
+        let at = Utc::now();
+        let types: Vec<&str> = data.iter().map(EventData::type_name).collect();
+        let tails: Vec<String> = data
+            .iter()
+            .map(|data| envelope_tail(session_id, turn_id, &at, data))
+            .collect();
+        let count = data.len() as i64;
+        let claimed = sqlx::query(APPEND)
+            .bind(count)
+            .bind(format_time(&at))
+            .bind(session_id.to_string())
+            .bind(turn_id.to_string())
+            .bind(&types)
+            .bind(&tails)
+            .bind(SEQ_PREFIX)
+            .bind(CHANNEL)
+            .fetch_optional(&self.pool)
+            .await?;
         let Some(claimed) = claimed else {
-            drop(tx);
             return Err(match self.session(session_id).await {
                 Ok(_) => Error::TurnNotRunning(turn_id),
                 Err(error) => error,
             });
         };
-        let last = rows::seq(sqlx::Row::try_get(&claimed, 0)?);
-        let after = last.saturating_sub(data.len() as u64);
-        let stored = insert_events(&mut tx, session_id, turn_id, after, data).await?;
-        tx.commit().await?;
-        Ok(stored)
+        let after = rows::seq(sqlx::Row::try_get(&claimed, 0)?);
+        Ok((after + 1..)
+            .zip(types.into_iter().zip(tails))
+            .map(|(seq, (event_type, tail))| StoredEvent {
+                seq,
+                event_type: event_type.into(),
+                json: envelope_with_seq(seq, &tail).into(),
+            })
+            .collect())
     }
 
     async fn end_turn(

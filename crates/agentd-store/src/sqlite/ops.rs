@@ -2,13 +2,13 @@
 //! writer thread inside a savepoint of a group commit ([`super::writer`]); the reads on a
 //! pooled read-only connection. Statements are prepared once per connection and cached.
 
-use agentd_events::{Event, EventData, TurnEnd, Usage, format_time};
+use agentd_events::{Event, EventData, TurnEnd, format_time};
 use chrono::Utc;
 use rusqlite::{Connection, OptionalExtension, Params, Row, params};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::model::{BeginTurn, NewSession, Session, StoredEvent, Turn, TurnStatus};
+use crate::model::{BeginTurn, NewSession, Session, StoredEvent, Turn};
 use crate::rows::{self, SESSION_COLUMNS, TURN_COLUMNS, to_json};
 
 /// Every row of `sql` with `params`, mapped.
@@ -208,19 +208,7 @@ pub(super) fn begin_turn(
             session_id.to_string()
         ])?;
     let event = stored.pop().ok_or(Error::TurnNotFound(turn_id))?;
-    // The turn as a read would return it, without reading it back.
-    let turn = Turn {
-        id: turn_id,
-        session_id,
-        status: TurnStatus::Running,
-        end_kind: None,
-        started_at: rows::time(&now)?,
-        ended_at: None,
-        first_seq: seq,
-        last_seq: seq,
-        usage: Usage::default(),
-        error: None,
-    };
+    let turn = rows::started_turn(session_id, turn_id, seq, &now)?;
     Ok(BeginTurn::Started(turn, event))
 }
 

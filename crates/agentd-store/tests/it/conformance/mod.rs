@@ -147,11 +147,12 @@ pub async fn session_is_created_listed_and_deleted(store: &dyn EventStore) {
 
 pub async fn seq_rises_by_one_per_event_without_gaps(store: &dyn EventStore) {
     let session_id = new_session(store).await;
+    let mut appended = Vec::new();
     for round in 0..3 {
         let turn_id = begin(store, session_id, &format!("turn {round}")).await;
         for i in 0..5 {
             let batch: Vec<EventData> = (0..i).map(|j| text(&format!("{j}"))).collect();
-            store.append(session_id, turn_id, &batch).await.unwrap();
+            appended.extend(store.append(session_id, turn_id, &batch).await.unwrap());
         }
         store
             .end_turn(session_id, turn_id, &end(TurnEndKind::Completed, 0, 0))
@@ -167,8 +168,13 @@ pub async fn seq_rises_by_one_per_event_without_gaps(store: &dyn EventStore) {
     let expected: Vec<u64> = (1..=3 * 12).collect();
     assert_eq!(seqs, expected);
     assert_eq!(store.session(session_id).await.unwrap().last_seq, 36);
-    for event in store.load(session_id, 0, None).await.unwrap() {
+    let loaded = store.load(session_id, 0, None).await.unwrap();
+    for event in &loaded {
         assert_eq!(event.parse().unwrap().seq, event.seq);
+    }
+    // What append returned (and was published) is byte for byte what a replay reads.
+    for event in appended {
+        assert_eq!(loaded[event.seq as usize - 1], event);
     }
 }
 

@@ -23,6 +23,7 @@ mod bash;
 mod command;
 mod confine;
 mod files;
+mod launch;
 mod limits;
 mod output;
 mod pids;
@@ -75,7 +76,9 @@ pub struct ConfinedToolbox {
 
 /// What the server calls at startup: probes the sandbox `sandbox` asks for
 /// ([`SandboxMode::probe`]) and the process cap ([`ProcessCap::probe`]) and returns every
-/// tool ([`toolbox`]) confined by both, with the modes in force (for `/healthz`). Errors:
+/// tool ([`toolbox`]) confined by both, with the modes in force (for `/healthz`). With a
+/// pids cgroup, tool processes are then started ahead of their calls by the sandbox's helper
+/// executable ([`ProcessCap::enable_launchers`]). Errors:
 /// no acceptable sandbox works here; the server must then refuse to start (the message
 /// tells the operator what to do). A missing pids cgroup is no error: the cap falls back
 /// to `RLIMIT_NPROC` and says so in the log.
@@ -85,6 +88,18 @@ pub async fn confined_toolbox(
 ) -> Result<ConfinedToolbox, SandboxError> {
     let active = SandboxMode::probe(sandbox).await?;
     let cap = ProcessCap::probe().await;
+    let helper = sandbox
+        .landlock_helper
+        .clone()
+        .or_else(|| std::env::current_exe().ok());
+    if let Some(helper) = helper {
+        match cap.enable_launchers(helper).await {
+            Ok(()) => tracing::info!(
+                "tool processes are started ahead of their calls, already in their call's pids cgroup"
+            ),
+            Err(reason) => tracing::info!(%reason, "tool processes are started at their call"),
+        }
+    }
     Ok(ConfinedToolbox {
         toolbox: toolbox(config, active.sandbox, cap.clone()),
         sandbox: active.mode,

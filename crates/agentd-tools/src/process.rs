@@ -88,10 +88,7 @@ pub(crate) async fn run(
     cancel: &CancellationToken,
     mut spill: Option<Spill>,
 ) -> io::Result<Finished> {
-    let call = cap.start_call(limits.rlimits.processes).await?;
-    let (writer, mut reader) = pipe::pipe()?;
-    let stdout = writer.into_blocking_fd()?;
-    let (mut child, mut group) = spawn(spec, stdout, &limits.rlimits, &call, cap.spawner()).await?;
+    let (mut child, mut group, mut reader, call) = start(spec, &limits, cap).await?;
     let mut output = CappedOutput::new(limits.output_cap);
     let mut buf = vec![0; READ_CHUNK];
     let mut eof = false;
@@ -151,6 +148,34 @@ pub(crate) async fn run(
     })
 }
 
+/// Starts `spec`: in a launcher parked ahead of the call when the cap has one ready (see
+/// `crate::launch`), else through the cap's spawner. Either way asks for the next call's
+/// launcher to be parked. Returns the process, its group guard, its output and its cap.
+async fn start(
+    spec: &CommandSpec,
+    limits: &Limits,
+    cap: &ProcessCap,
+) -> io::Result<(Child, GroupGuard, pipe::Receiver, CallCap)> {
+    let launchers = cap.launchers();
+    let parked = launchers.take(limits.rlimits);
+    launchers.refill(cap, limits.rlimits);
+    if let Some(mut parked) = parked {
+        match parked.launch(spec).await {
+            Ok(()) => {
+                let group = GroupGuard::of(&parked.child)?;
+                return Ok((parked.child, group, parked.output, parked.call));
+            }
+            // Killed from outside while parked: start the call's own process instead.
+            Err(error) => tracing::warn!(%error, "a parked launcher was gone"),
+        }
+    }
+    let call = cap.start_call(limits.rlimits.processes).await?;
+    let (writer, reader) = pipe::pipe()?;
+    let stdout = writer.into_blocking_fd()?;
+    let (child, group) = spawn(spec, stdout, &limits.rlimits, &call, cap.spawner()).await?;
+    Ok((child, group, reader, call))
+}
+
 /// Starts `spec` through `spawner` in its own process group and in `call`'s cgroup with
 /// `stdout` as both stdout and stderr, under `rlimits` and dying with the server. The
 /// returned guard kills the group when dropped, so a dropped call future kills it too (and
@@ -178,11 +203,8 @@ async fn spawn(
     // The spawner drops `command`, and with it our copies of the pipe's write end, right
     // after the spawn, so the pipe reaches EOF once the process group lets go.
     let child = spawner.spawn(command).await?;
-    let pid = child
-        .id()
-        .and_then(|pid| i32::try_from(pid).ok())
-        .ok_or_else(|| io::Error::other("spawned process has no pid"))?;
-    Ok((child, GroupGuard(Some(Pid::from_raw(pid)))))
+    let group = GroupGuard::of(&child)?;
+    Ok((child, group))
 }
 
 /// Adds one read's bytes to `output`, and to `spill` once the output outgrows the cap;
@@ -237,6 +259,15 @@ async fn read_until(
 struct GroupGuard(Option<Pid>);
 
 impl GroupGuard {
+    /// The guard of `child`'s process group (it leads its own group).
+    fn of(child: &Child) -> io::Result<Self> {
+        let pid = child
+            .id()
+            .and_then(|pid| i32::try_from(pid).ok())
+            .ok_or_else(|| io::Error::other("spawned process has no pid"))?;
+        Ok(Self(Some(Pid::from_raw(pid))))
+    }
+
     /// Kills every process in the group; a group already empty is fine.
     fn kill(&mut self) {
         let Some(pgid) = self.0.take() else { return };

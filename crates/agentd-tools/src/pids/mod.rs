@@ -14,7 +14,7 @@ mod locate;
 use std::fmt;
 use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -25,6 +25,7 @@ use self::call::CallGroup;
 use self::cgroup::Parent;
 use self::locate::Version;
 use crate::command::{CommandSpec, SAFE_PATH};
+use crate::launch::{Launchers, Parked};
 use crate::limits::ResourceLimits;
 use crate::process::{self, Ending, Limits};
 use crate::spawner::Spawner;
@@ -78,6 +79,9 @@ struct Inner {
     /// Starts every call's process, off the runtime's workers; its thread ends, killing
     /// any tool process still running, when the last clone of the cap is dropped.
     spawner: Spawner,
+    /// Processes started ahead of their calls, already in their call's group (see
+    /// `crate::launch`); off unless [`ProcessCap::enable_launchers`] succeeded.
+    launchers: Launchers,
 }
 
 impl ProcessCap {
@@ -150,6 +154,7 @@ impl ProcessCap {
                 parent,
                 calls: AtomicU64::new(1),
                 spawner: Spawner::default(),
+                launchers: Launchers::default(),
             }),
         }
     }
@@ -157,6 +162,45 @@ impl ProcessCap {
     /// What starts the calls' processes.
     pub(crate) fn spawner(&self) -> &Spawner {
         &self.inner.spawner
+    }
+
+    /// The processes parked ahead of their calls.
+    pub(crate) fn launchers(&self) -> &Launchers {
+        &self.inner.launchers
+    }
+
+    /// Starts each call's process ahead of the call, already moved into the call's pids
+    /// cgroup, so the call does not wait for that move (10 to 30 ms on a busy VM; see
+    /// `crate::launch`). `helper` is the executable run as `<helper> sandbox-exec --launch`
+    /// (the running `agentd`, or this crate's `agentd-sandbox-exec`). Only with a cgroup:
+    /// without one there is no move to save. Errors: a launcher did not run `sh -c 'exit
+    /// 7'`; calls then start their own process, as before.
+    pub async fn enable_launchers(&self, helper: PathBuf) -> Result<(), String> {
+        if self.inner.parent.is_none() {
+            return Err("no pids cgroup: nothing to save".to_owned());
+        }
+        // An exit status only a shell can give proves the command ran.
+        let spec = CommandSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "exit 7".into()],
+            cwd: "/".into(),
+            workspace: "/".into(),
+            env: vec![("PATH".into(), SAFE_PATH.into())],
+        };
+        let mut parked = Parked::start(self, &helper, ResourceLimits::default())
+            .await
+            .map_err(|err| format!("cannot start {}: {err}", helper.display()))?;
+        parked
+            .launch(&spec)
+            .await
+            .map_err(|err| format!("cannot hand a command to {}: {err}", helper.display()))?;
+        match tokio::time::timeout(PROBE_TIMEOUT, parked.child.wait()).await {
+            Ok(Ok(status)) if status.code() == Some(7) => {}
+            ended => return Err(format!("a launched `sh -c 'exit 7'` ended with {ended:?}")),
+        }
+        self.inner.launchers.enable(helper);
+        self.inner.launchers.refill(self, ResourceLimits::default());
+        Ok(())
     }
 
     /// What the next call's process starts under: a fresh group with `pids.max` =

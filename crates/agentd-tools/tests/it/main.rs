@@ -13,6 +13,7 @@ mod files_read_write;
 mod files_search;
 mod helpers;
 mod landlock;
+mod launchers;
 mod lifetime;
 mod output;
 mod probe;

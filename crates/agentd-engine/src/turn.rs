@@ -104,17 +104,20 @@ impl TurnRun {
                 Message::Assistant { tool_calls, .. } => tool_calls.clone(),
                 _ => Vec::new(),
             };
-            self.append(vec![EventData::AssistantMessage { message }])
-                .await?;
-            match finish.kind {
-                FinishKind::Error => return Ok((TurnEndKind::Error, finish.error)),
-                FinishKind::MaxTokens => return Ok((TurnEndKind::MaxTokens, None)),
+            let end = match finish.kind {
+                FinishKind::Error => Some((TurnEndKind::Error, finish.error)),
+                FinishKind::MaxTokens => Some((TurnEndKind::MaxTokens, None)),
                 FinishKind::Completed | FinishKind::ToolCalls if calls.is_empty() => {
-                    return Ok((TurnEndKind::Completed, None));
+                    Some((TurnEndKind::Completed, None))
                 }
-                FinishKind::Completed | FinishKind::ToolCalls => {}
+                FinishKind::Completed | FinishKind::ToolCalls => None,
+            };
+            let message = EventData::AssistantMessage { message };
+            if let Some(end) = end {
+                self.append(vec![message]).await?;
+                return Ok(end);
             }
-            self.run_tools(&calls, &workspace, &cancel).await?;
+            self.run_tools(message, &calls, &workspace, &cancel).await?;
             if cancel.is_cancelled() {
                 return Ok((TurnEndKind::Cancelled, None));
             }
@@ -182,12 +185,19 @@ impl TurnRun {
         Ok(Some(assembler.finish()))
     }
 
+    /// Stores `message` (the assistant message that made `calls`) and runs the calls in order.
+    /// To save transactions, each append carries what happened since the previous one: the
+    /// message with the first call's `tool/start`, then each call's `tool/result` with the
+    /// next call's `tool/start`; the log's order is the same as one append per event. A call
+    /// reached after the turn was stopped never starts; it gets a "not executed" result.
     async fn run_tools(
         &mut self,
+        message: EventData,
         calls: &[ToolCall],
         workspace: &std::path::Path,
         cancel: &CancellationToken,
     ) -> Result<()> {
+        let mut unstored = vec![message];
         for call in calls {
             let start = ToolStart {
                 call_id: call.id.clone(),
@@ -195,12 +205,11 @@ impl TurnRun {
                 arguments: call.function.arguments.clone(),
             };
             if cancel.is_cancelled() {
-                let output = ToolOutput::error(SKIPPED);
-                self.append(vec![result_event(&start, output, 0)]).await?;
+                unstored.push(result_event(&start, ToolOutput::error(SKIPPED), 0));
                 continue;
             }
-            self.append(vec![EventData::ToolStart(start.clone())])
-                .await?;
+            unstored.push(EventData::ToolStart(start.clone()));
+            self.append(std::mem::take(&mut unstored)).await?;
             let started = Instant::now();
             let ctx = ToolContext {
                 workspace: workspace.to_path_buf(),
@@ -209,10 +218,9 @@ impl TurnRun {
             };
             let output = self.call_tool(&start, &ctx).await;
             let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            self.append(vec![result_event(&start, output, duration_ms)])
-                .await?;
+            unstored.push(result_event(&start, output, duration_ms));
         }
-        Ok(())
+        self.append(unstored).await
     }
 
     /// Runs one call; every failure is an error output the model reads.

@@ -32,8 +32,12 @@ pub(crate) struct TurnRun {
     pub(crate) session: Session,
     pub(crate) turn_id: Uuid,
     pub(crate) control: Arc<TurnControl>,
-    /// The message-bearing events of the session, this turn's included: read once when the
-    /// turn starts, then grown as the turn appends, so no step re-reads the log.
+    /// This turn's `user/message`, as `start_turn` stored it (with the turn's start as `at`).
+    pub(crate) user_message: Event,
+    /// The message-bearing events of the session, this turn's included: taken from the
+    /// engine's kept conversations or read from the store when the turn starts, then grown
+    /// as the turn appends, so no step re-reads the log. (The `at` of events this turn
+    /// appends is when they were pushed here, not as stored: only their data is read.)
     pub(crate) history: Vec<Event>,
     pub(crate) usage: Usage,
 }
@@ -42,7 +46,10 @@ impl TurnRun {
     /// Runs the turn to its end and stores its `turn/end`. Never panics; a store failure is
     /// logged (the turn is then closed as `interrupted` at the next start-up).
     pub(crate) async fn run(mut self) {
-        let end = match self.steps().await {
+        let steps = self.steps().await;
+        // After a failure `history` may lack events, so it is not kept for the next turn.
+        let history_complete = steps.is_ok();
+        let end = match steps {
             Ok(kind_and_error) => kind_and_error,
             Err(error) => {
                 tracing::error!(session = %self.session.id, turn = %self.turn_id, %error, "turn failed");
@@ -64,7 +71,15 @@ impl TurnRun {
             .end_turn(self.session.id, self.turn_id, &end)
             .await
         {
-            Ok(event) => self.inner.bus.publish(self.session.id, &[Arc::new(event)]),
+            Ok(event) => {
+                if history_complete {
+                    let history = std::mem::take(&mut self.history);
+                    self.inner
+                        .conversations
+                        .put(self.session.id, event.seq, history);
+                }
+                self.inner.bus.publish(self.session.id, &[Arc::new(event)]);
+            }
             Err(error) => {
                 tracing::error!(session = %self.session.id, turn = %self.turn_id, %error, "could not end turn");
             }
@@ -86,7 +101,7 @@ impl TurnRun {
             .unwrap_or_else(|| config.model.clone());
         let tools = self.inner.tools.specs(self.session.tools.as_deref());
         let workspace = self.inner.workspaces.ensure(self.session.id).await?;
-        self.history = self.inner.store.load_conversation(self.session.id).await?;
+        self.history = self.load_history().await?;
         let cancel = self.control.token();
         for _ in 0..max_steps {
             let request = ModelRequest {
@@ -123,6 +138,23 @@ impl TurnRun {
             }
         }
         Ok((TurnEndKind::MaxSteps, None))
+    }
+
+    /// The session's conversation through this turn's `user/message`: what its previous turn
+    /// here left, when nothing was stored after that turn's `turn/end`; else read from the
+    /// store. A session's first turn has nothing before it.
+    async fn load_history(&self) -> Result<Vec<Event>> {
+        let before = self.user_message.seq.saturating_sub(1);
+        let kept = if before == 0 {
+            Some(Vec::new())
+        } else {
+            self.inner.conversations.take(self.session.id, before)
+        };
+        let Some(mut history) = kept else {
+            return Ok(self.inner.store.load_conversation(self.session.id).await?);
+        };
+        history.push(self.user_message.clone());
+        Ok(history)
     }
 
     /// Streams one model response into the log. `None` when the turn was stopped meanwhile

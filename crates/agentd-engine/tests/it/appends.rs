@@ -5,7 +5,7 @@ use agentd_events::EventData;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::helpers::{answer, calls, harness, outline};
+use crate::helpers::{answer, calls, harness, outline, wait_for};
 
 #[tokio::test]
 async fn tool_events_share_appends_with_their_neighbours_in_log_order() {
@@ -62,9 +62,9 @@ async fn a_call_reached_after_cancel_gets_a_not_executed_result_and_no_start() {
     .await;
     let session = h.session().await;
     let turn = h.start(&h.engine, session, "hi").await;
-    h.wait_for(session, 0, "tool/start").await;
+    wait_for(&h.engine, session, 0, "tool/start").await;
     h.engine.cancel_turn(session, turn.id).await.unwrap();
-    h.wait_for(session, 0, "turn/end").await;
+    wait_for(&h.engine, session, 0, "turn/end").await;
 
     assert_eq!(
         h.store.writes(),

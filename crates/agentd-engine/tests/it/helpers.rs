@@ -1,7 +1,9 @@
-//! `Harness`: an engine over SQLite in a temp dir, with a store that records its writes, a
-//! provider that answers from a script, and two tools: `echo` (answers its `text` argument) and `wait` (returns once the turn stops).
+//! `Harness`: an engine over SQLite in a temp dir, with a store that records its writes and
+//! conversation loads, a provider that answers from a script and records its requests, and
+//! two tools: `echo` (answers its `text` argument) and `wait` (returns once the turn stops).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,8 +23,9 @@ use uuid::Uuid;
 pub struct Harness {
     pub engine: Engine,
     pub store: Arc<RecordingStore>,
+    pub provider: Arc<ScriptedProvider>,
     /// Holds the database and the workspaces.
-    _dir: TempDir,
+    dir: TempDir,
 }
 
 /// A harness whose model gives `replies` in order, one per request.
@@ -32,15 +35,18 @@ pub async fn harness(replies: Vec<Vec<Chunk>>) -> Harness {
     let store = Arc::new(RecordingStore {
         inner: SqliteStore::open(&url).await.unwrap(),
         writes: Mutex::new(Vec::new()),
+        conversation_loads: AtomicUsize::new(0),
     });
     let provider = Arc::new(ScriptedProvider {
         replies: Mutex::new(replies.into()),
+        requests: Mutex::new(Vec::new()),
     });
     let engine = replica(&store, &provider, &dir);
     Harness {
         engine,
         store,
-        _dir: dir,
+        provider,
+        dir,
     }
 }
 
@@ -59,6 +65,11 @@ fn replica(store: &Arc<RecordingStore>, provider: &Arc<ScriptedProvider>, dir: &
 }
 
 impl Harness {
+    /// Another engine on the same database, model and tools: what a second replica is.
+    pub fn replica(&self) -> Engine {
+        replica(&self.store, &self.provider, &self.dir)
+    }
+
     pub async fn session(&self) -> Uuid {
         self.engine
             .create_session(NewSession::default())
@@ -78,7 +89,7 @@ impl Harness {
     /// Runs a turn on `engine` to its end.
     pub async fn turn_on(&self, engine: &Engine, session: Uuid, text: &str) {
         let turn = self.start(engine, session, text).await;
-        self.wait_for(session, turn.first_seq - 1, "turn/end").await;
+        wait_for(engine, session, turn.first_seq - 1, "turn/end").await;
     }
 
     /// Runs a turn on this harness's engine to its end.
@@ -86,25 +97,25 @@ impl Harness {
         self.turn_on(&self.engine, session, text).await;
     }
 
-    /// Follows the session after `after` until an event of `event_type` is stored.
-    pub async fn wait_for(&self, session: Uuid, after: u64, event_type: &str) {
-        let mut feed = self.engine.follow(session, after, true);
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while let Some(event) = feed.next().await.unwrap() {
-                if &*event.event_type == event_type {
-                    return;
-                }
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("no {event_type} within 10 s"));
-    }
-
     /// The session's stored events, parsed.
     pub async fn log(&self, session: Uuid) -> Vec<Event> {
         let stored = self.store.inner.load(session, 0, None).await.unwrap();
         stored.iter().map(|event| event.parse().unwrap()).collect()
     }
+}
+
+/// Follows the session on `engine` after `after` until an event of `event_type` is stored.
+pub async fn wait_for(engine: &Engine, session: Uuid, after: u64, event_type: &str) {
+    let mut feed = engine.follow(session, after, true);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(event) = feed.next().await.unwrap() {
+            if &*event.event_type == event_type {
+                return;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {event_type} within 10 s"));
 }
 
 /// A model answer: `text`, then `finish {kind: completed}`.
@@ -152,16 +163,23 @@ pub fn outline(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
-/// The SQLite store, recording the event types of each write transaction.
+/// The SQLite store, recording the event types of each write transaction and counting
+/// `load_conversation` calls.
 pub struct RecordingStore {
     pub inner: SqliteStore,
     writes: Mutex<Vec<Vec<&'static str>>>,
+    conversation_loads: AtomicUsize,
 }
 
 impl RecordingStore {
     /// The event types stored by each write so far (`begin_turn`, `append`, `end_turn`).
     pub fn writes(&self) -> Vec<Vec<&'static str>> {
         self.writes.lock().unwrap().clone()
+    }
+
+    /// How often `load_conversation` was called.
+    pub fn conversation_loads(&self) -> usize {
+        self.conversation_loads.load(Ordering::SeqCst)
     }
 
     fn record(&self, types: Vec<&'static str>) {
@@ -253,6 +271,7 @@ impl EventStore for RecordingStore {
     }
 
     async fn load_conversation(&self, session_id: Uuid) -> agentd_store::Result<Vec<Event>> {
+        self.conversation_loads.fetch_add(1, Ordering::SeqCst);
         self.inner.load_conversation(session_id).await
     }
 
@@ -274,13 +293,22 @@ impl EventStore for RecordingStore {
 }
 
 /// A model that answers each request with the next scripted reply (a `finish {kind: error}`
-/// once they run out).
+/// once they run out) and keeps every request.
 pub struct ScriptedProvider {
     replies: Mutex<VecDeque<Vec<Chunk>>>,
+    requests: Mutex<Vec<ModelRequest>>,
+}
+
+impl ScriptedProvider {
+    /// Every request so far, in order.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.requests.lock().unwrap().clone()
+    }
 }
 
 impl Provider for ScriptedProvider {
-    fn stream(&self, _request: ModelRequest) -> ProviderStream {
+    fn stream(&self, request: ModelRequest) -> ProviderStream {
+        self.requests.lock().unwrap().push(request);
         let reply = self.replies.lock().unwrap().pop_front().unwrap_or_else(|| {
             vec![Chunk::Finish(Finish::error(agentd_events::ErrorInfo::new(
                 "script_ended",

@@ -1,5 +1,6 @@
-//! [`Conversations`]: each session's conversation as of the end of its last turn here, so the
-//! next turn need not read and parse the whole session from the store again.
+//! [`Conversations`]: each session's conversation as of the end of its last turn here, as
+//! derived model messages, so the next turn need not read, parse and derive the whole session
+//! from the store again.
 //!
 //! Only a shortcut: the store stays the truth. An entry is used only when it is complete up
 //! to the event right before the new turn's `user/message`; when anything else was appended
@@ -8,11 +9,11 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use agentd_events::Event;
+use agentd_events::DerivedMessages;
 use uuid::Uuid;
 
-/// The conversation events (`user/message`, `assistant/message`, `tool/result`) of at most
-/// `capacity` sessions.
+/// The conversations (`user/message`, `assistant/message` and `tool/result` events, derived
+/// into model messages) of at most `capacity` sessions.
 ///
 /// A turn takes its session's entry out when it starts ([`Conversations::take`]) and puts the
 /// grown conversation back once its `turn/end` is stored ([`Conversations::put`]); a turn that
@@ -32,9 +33,10 @@ struct Entries {
 }
 
 struct Entry {
-    /// The seq through which `events` is complete: the `turn/end` of the turn that put it.
+    /// The seq through which `conversation` is complete: the `turn/end` of the turn that put
+    /// it.
     through: u64,
-    events: Vec<Event>,
+    conversation: DerivedMessages,
     /// `Entries::puts` when it was put; the smallest goes first.
     put_as: u64,
 }
@@ -48,15 +50,15 @@ impl Conversations {
         }
     }
 
-    /// Takes out the events of `session_id` if they are complete through exactly seq
+    /// Takes out the conversation of `session_id` if it is complete through exactly seq
     /// `through`. The entry is gone afterwards either way: a stale one is of no use.
-    pub(crate) fn take(&self, session_id: Uuid, through: u64) -> Option<Vec<Event>> {
+    pub(crate) fn take(&self, session_id: Uuid, through: u64) -> Option<DerivedMessages> {
         let entry = self.lock().by_session.remove(&session_id)?;
-        (entry.through == through).then_some(entry.events)
+        (entry.through == through).then_some(entry.conversation)
     }
 
-    /// Keeps `events` as the conversation of `session_id`, complete through seq `through`.
-    pub(crate) fn put(&self, session_id: Uuid, through: u64, events: Vec<Event>) {
+    /// Keeps the conversation of `session_id`, complete through seq `through`.
+    pub(crate) fn put(&self, session_id: Uuid, through: u64, conversation: DerivedMessages) {
         if self.capacity == 0 {
             return;
         }
@@ -75,7 +77,7 @@ impl Conversations {
         entries.puts += 1;
         let entry = Entry {
             through,
-            events,
+            conversation,
             put_as: entries.puts,
         };
         let replaced = entries.by_session.insert(session_id, entry);
@@ -100,28 +102,22 @@ impl Conversations {
 mod tests {
     use super::*;
     use agentd_events::EventData;
-    use chrono::DateTime;
     use pretty_assertions::assert_eq;
 
-    fn user(seq: u64) -> Vec<Event> {
-        vec![Event {
-            seq,
-            session_id: Uuid::nil(),
-            turn_id: Uuid::nil(),
-            at: DateTime::UNIX_EPOCH,
-            data: EventData::UserMessage {
-                text: format!("message {seq}"),
-            },
-        }]
+    /// A conversation of one user message, `text`.
+    fn user(text: &str) -> DerivedMessages {
+        let mut conversation = DerivedMessages::default();
+        conversation.push(&EventData::UserMessage { text: text.into() });
+        conversation
     }
 
     #[test]
     fn an_entry_is_taken_once_and_only_when_complete_through_the_asked_seq() {
         let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
         let conversations = Conversations::new(4);
-        conversations.put(a, 3, user(1));
-        conversations.put(b, 3, user(1));
-        assert_eq!(conversations.take(a, 3), Some(user(1)));
+        conversations.put(a, 3, user("one"));
+        conversations.put(b, 3, user("one"));
+        assert_eq!(conversations.take(a, 3), Some(user("one")));
         assert_eq!(conversations.take(a, 3), None);
         // Something else appended after seq 3: the entry is stale and gone.
         assert_eq!(conversations.take(b, 5), None);
@@ -132,26 +128,26 @@ mod tests {
     fn a_full_cache_drops_the_entry_put_longest_ago() {
         let (a, b, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
         let conversations = Conversations::new(2);
-        conversations.put(a, 1, user(1));
-        conversations.put(b, 1, user(1));
+        conversations.put(a, 1, user("one"));
+        conversations.put(b, 1, user("one"));
         // a's next turn: taken out and put back, now the most recent.
-        let events = conversations.take(a, 1).unwrap();
-        conversations.put(a, 2, events);
-        conversations.put(c, 1, user(1));
+        let conversation = conversations.take(a, 1).unwrap();
+        conversations.put(a, 2, conversation);
+        conversations.put(c, 1, user("one"));
         assert_eq!(conversations.take(b, 1), None);
-        assert_eq!(conversations.take(a, 2), Some(user(1)));
-        assert_eq!(conversations.take(c, 1), Some(user(1)));
+        assert_eq!(conversations.take(a, 2), Some(user("one")));
+        assert_eq!(conversations.take(c, 1), Some(user("one")));
     }
 
     #[test]
     fn forget_drops_an_entry_and_capacity_zero_keeps_nothing() {
         let a = Uuid::now_v7();
         let conversations = Conversations::new(2);
-        conversations.put(a, 1, user(1));
+        conversations.put(a, 1, user("one"));
         conversations.forget(a);
         assert_eq!(conversations.take(a, 1), None);
         let off = Conversations::new(0);
-        off.put(a, 1, user(1));
+        off.put(a, 1, user("one"));
         assert_eq!(off.take(a, 1), None);
     }
 }

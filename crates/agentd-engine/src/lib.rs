@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentd_events::{Event, EventData, Message, TurnEndKind, Usage, derive_messages};
+use agentd_events::{DerivedMessages, EventData, Message, TurnEndKind, Usage, derive_messages};
 use agentd_provider::Provider;
 use agentd_store::{BeginTurn, EventStore, NewSession, Session, Turn};
 use agentd_tools::{Toolbox, Workspaces};
@@ -208,15 +208,7 @@ impl Engine {
             BeginTurn::Existing(turn) => return Ok(StartTurn::Existing(turn)),
             BeginTurn::Started(turn, event) => (turn, event),
         };
-        let user_message = Event {
-            seq: event.seq,
-            session_id,
-            turn_id,
-            at: turn.started_at,
-            data: EventData::UserMessage {
-                text: text.to_owned(),
-            },
-        };
+        let first_seq = event.seq;
         self.inner.bus.publish(session_id, &[Arc::new(event)]);
         let control = Arc::new(TurnControl::new());
         self.lock_running().insert(turn_id, control.clone());
@@ -225,8 +217,11 @@ impl Engine {
             session,
             turn_id,
             control,
-            user_message,
-            history: Vec::new(),
+            first_seq,
+            user_message: EventData::UserMessage {
+                text: text.to_owned(),
+            },
+            conversation: DerivedMessages::default(),
             usage: Usage::default(),
         };
         let inner = self.inner.clone();

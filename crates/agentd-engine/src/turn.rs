@@ -5,13 +5,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agentd_events::{
-    Assembled, BlockAssembler, Chunk, ErrorInfo, Event, EventData, FinishKind, Message, ToolCall,
-    ToolResult, ToolStart, TurnEnd, TurnEndKind, Usage, derive_messages,
+    Assembled, BlockAssembler, Chunk, DerivedMessages, ErrorInfo, EventData, FinishKind, Message,
+    ToolCall, ToolResult, ToolStart, TurnEnd, TurnEndKind, Usage,
 };
 use agentd_provider::{ModelRequest, ProviderEvent};
 use agentd_store::Session;
 use agentd_tools::{ToolContext, ToolOutput};
-use chrono::Utc;
 use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -32,13 +31,14 @@ pub(crate) struct TurnRun {
     pub(crate) session: Session,
     pub(crate) turn_id: Uuid,
     pub(crate) control: Arc<TurnControl>,
-    /// This turn's `user/message`, as `start_turn` stored it (with the turn's start as `at`).
-    pub(crate) user_message: Event,
-    /// The message-bearing events of the session, this turn's included: taken from the
-    /// engine's kept conversations or read from the store when the turn starts, then grown
-    /// as the turn appends, so no step re-reads the log. (The `at` of events this turn
-    /// appends is when they were pushed here, not as stored: only their data is read.)
-    pub(crate) history: Vec<Event>,
+    /// The seq of this turn's `user/message`.
+    pub(crate) first_seq: u64,
+    /// This turn's `user/message`.
+    pub(crate) user_message: EventData,
+    /// The session's conversation, this turn's included, as model messages: taken from the
+    /// engine's kept conversations or derived from the store when the turn starts, then
+    /// grown as the turn appends, so no step re-reads the log or derives it again.
+    pub(crate) conversation: DerivedMessages,
     pub(crate) usage: Usage,
 }
 
@@ -47,8 +47,8 @@ impl TurnRun {
     /// logged (the turn is then closed as `interrupted` at the next start-up).
     pub(crate) async fn run(mut self) {
         let steps = self.steps().await;
-        // After a failure `history` may lack events, so it is not kept for the next turn.
-        let history_complete = steps.is_ok();
+        // After a failure `conversation` may lack events, so it is not kept for the next turn.
+        let conversation_complete = steps.is_ok();
         let end = match steps {
             Ok(kind_and_error) => kind_and_error,
             Err(error) => {
@@ -72,11 +72,11 @@ impl TurnRun {
             .await
         {
             Ok(event) => {
-                if history_complete {
-                    let history = std::mem::take(&mut self.history);
+                if conversation_complete {
+                    let conversation = std::mem::take(&mut self.conversation);
                     self.inner
                         .conversations
-                        .put(self.session.id, event.seq, history);
+                        .put(self.session.id, event.seq, conversation);
                 }
                 self.inner.bus.publish(self.session.id, &[Arc::new(event)]);
             }
@@ -101,12 +101,12 @@ impl TurnRun {
             .unwrap_or_else(|| config.model.clone());
         let tools = self.inner.tools.specs(self.session.tools.as_deref());
         let workspace = self.inner.workspaces.ensure(self.session.id).await?;
-        self.history = self.load_history().await?;
+        self.conversation = self.load_conversation().await?;
         let cancel = self.control.token();
         for _ in 0..max_steps {
             let request = ModelRequest {
                 model: model.clone(),
-                messages: derive_messages(system.as_deref(), &self.history),
+                messages: self.conversation.messages(system.as_deref()),
                 tools: tools.clone(),
             };
             let Some(Assembled { message, finish }) = self.ask(request, &cancel).await? else {
@@ -141,20 +141,25 @@ impl TurnRun {
     }
 
     /// The session's conversation through this turn's `user/message`: what its previous turn
-    /// here left, when nothing was stored after that turn's `turn/end`; else read from the
+    /// here left, when nothing was stored after that turn's `turn/end`; else derived from the
     /// store. A session's first turn has nothing before it.
-    async fn load_history(&self) -> Result<Vec<Event>> {
-        let before = self.user_message.seq.saturating_sub(1);
+    async fn load_conversation(&self) -> Result<DerivedMessages> {
+        let before = self.first_seq.saturating_sub(1);
         let kept = if before == 0 {
-            Some(Vec::new())
+            Some(DerivedMessages::default())
         } else {
             self.inner.conversations.take(self.session.id, before)
         };
-        let Some(mut history) = kept else {
-            return Ok(self.inner.store.load_conversation(self.session.id).await?);
+        let Some(mut conversation) = kept else {
+            let events = self.inner.store.load_conversation(self.session.id).await?;
+            let mut conversation = DerivedMessages::default();
+            for event in &events {
+                conversation.push(&event.data);
+            }
+            return Ok(conversation);
         };
-        history.push(self.user_message.clone());
-        Ok(history)
+        conversation.push(&self.user_message);
+        Ok(conversation)
     }
 
     /// Streams one model response into the log. `None` when the turn was stopped meanwhile
@@ -292,7 +297,7 @@ impl TurnRun {
         tool.call(ctx, arguments).await
     }
 
-    /// Stores events of this turn, publishes them, and keeps the message-bearing ones.
+    /// Stores events of this turn, publishes them, and adds them to the conversation.
     async fn append(&mut self, data: Vec<EventData>) -> Result<()> {
         let stored = self
             .inner
@@ -301,19 +306,8 @@ impl TurnRun {
             .await?;
         let stored: Vec<_> = stored.into_iter().map(Arc::new).collect();
         self.inner.bus.publish(self.session.id, &stored);
-        for (event, data) in stored.iter().zip(data) {
-            if matches!(
-                data,
-                EventData::AssistantMessage { .. } | EventData::ToolResult(_)
-            ) {
-                self.history.push(Event {
-                    seq: event.seq,
-                    session_id: self.session.id,
-                    turn_id: self.turn_id,
-                    at: Utc::now(),
-                    data,
-                });
-            }
+        for data in &data {
+            self.conversation.push(data);
         }
         Ok(())
     }

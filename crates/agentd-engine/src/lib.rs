@@ -7,6 +7,7 @@
 
 mod bus;
 mod control;
+mod conversations;
 mod error;
 mod feed;
 mod recover;
@@ -17,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentd_events::{Message, TurnEndKind, Usage, derive_messages};
+use agentd_events::{DerivedMessages, EventData, Message, TurnEndKind, Usage, derive_messages};
 use agentd_provider::Provider;
 use agentd_store::{BeginTurn, EventStore, NewSession, Session, Turn};
 use agentd_tools::{Toolbox, Workspaces};
@@ -30,6 +31,7 @@ pub use feed::EventFeed;
 
 use bus::Bus;
 use control::TurnControl;
+use conversations::Conversations;
 use turn::TurnRun;
 
 /// Server-wide defaults a session may override.
@@ -47,6 +49,10 @@ pub struct EngineConfig {
     /// turns' leases every third of it; a turn whose lease lapsed (its process died) is closed
     /// `interrupted` by any process on the same database.
     pub turn_lease: Duration,
+    /// Sessions whose conversation is kept in memory between turns (64), so that a turn
+    /// need not read its whole history from the store; when more sessions have run turns,
+    /// the one whose last turn ended longest ago is dropped. 0: always read the store.
+    pub cached_conversations: usize,
 }
 
 impl Default for EngineConfig {
@@ -57,6 +63,7 @@ impl Default for EngineConfig {
             max_steps: 50,
             live_buffer: 1024,
             turn_lease: Duration::from_secs(30),
+            cached_conversations: 64,
         }
     }
 }
@@ -82,6 +89,9 @@ pub(crate) struct Inner {
     pub(crate) tools: Toolbox,
     pub(crate) workspaces: Workspaces,
     pub(crate) bus: Bus,
+    /// Conversations kept between turns. A turn takes its session's out when it starts and
+    /// puts it back after its `turn/end` is stored; `delete_session` drops it.
+    pub(crate) conversations: Conversations,
     pub(crate) config: EngineConfig,
     /// Running turns by turn id. Inserted by `start_turn` before the task spawns, removed by
     /// the task after its `turn/end` is stored; read by cancel, delete and shutdown.
@@ -116,6 +126,7 @@ impl Engine {
                 tools,
                 workspaces,
                 bus: Bus::new(config.live_buffer),
+                conversations: Conversations::new(config.cached_conversations),
                 config,
                 running: Mutex::new(HashMap::new()),
                 tasks: TaskTracker::new(),
@@ -160,6 +171,7 @@ impl Engine {
             self.stop_and_wait(turn_id, TurnEndKind::Cancelled).await;
         }
         self.inner.store.delete_session(session_id).await?;
+        self.inner.conversations.forget(session_id);
         self.inner.workspaces.remove(session_id).await?;
         Ok(())
     }
@@ -196,6 +208,7 @@ impl Engine {
             BeginTurn::Existing(turn) => return Ok(StartTurn::Existing(turn)),
             BeginTurn::Started(turn, event) => (turn, event),
         };
+        let first_seq = event.seq;
         self.inner.bus.publish(session_id, &[Arc::new(event)]);
         let control = Arc::new(TurnControl::new());
         self.lock_running().insert(turn_id, control.clone());
@@ -204,7 +217,11 @@ impl Engine {
             session,
             turn_id,
             control,
-            history: Vec::new(),
+            first_seq,
+            user_message: EventData::UserMessage {
+                text: text.to_owned(),
+            },
+            conversation: DerivedMessages::default(),
             usage: Usage::default(),
         };
         let inner = self.inner.clone();

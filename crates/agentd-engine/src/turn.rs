@@ -5,13 +5,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agentd_events::{
-    Assembled, BlockAssembler, Chunk, ErrorInfo, Event, EventData, FinishKind, Message, ToolCall,
-    ToolResult, ToolStart, TurnEnd, TurnEndKind, Usage, derive_messages,
+    Assembled, BlockAssembler, Chunk, DerivedMessages, ErrorInfo, EventData, FinishKind, Message,
+    ToolCall, ToolResult, ToolStart, TurnEnd, TurnEndKind, Usage,
 };
 use agentd_provider::{ModelRequest, ProviderEvent};
 use agentd_store::Session;
 use agentd_tools::{ToolContext, ToolOutput};
-use chrono::Utc;
 use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -32,9 +31,14 @@ pub(crate) struct TurnRun {
     pub(crate) session: Session,
     pub(crate) turn_id: Uuid,
     pub(crate) control: Arc<TurnControl>,
-    /// The message-bearing events of the session, this turn's included: read once when the
-    /// turn starts, then grown as the turn appends, so no step re-reads the log.
-    pub(crate) history: Vec<Event>,
+    /// The seq of this turn's `user/message`.
+    pub(crate) first_seq: u64,
+    /// This turn's `user/message`.
+    pub(crate) user_message: EventData,
+    /// The session's conversation, this turn's included, as model messages: taken from the
+    /// engine's kept conversations or derived from the store when the turn starts, then
+    /// grown as the turn appends, so no step re-reads the log or derives it again.
+    pub(crate) conversation: DerivedMessages,
     pub(crate) usage: Usage,
 }
 
@@ -42,7 +46,10 @@ impl TurnRun {
     /// Runs the turn to its end and stores its `turn/end`. Never panics; a store failure is
     /// logged (the turn is then closed as `interrupted` at the next start-up).
     pub(crate) async fn run(mut self) {
-        let end = match self.steps().await {
+        let steps = self.steps().await;
+        // After a failure `conversation` may lack events, so it is not kept for the next turn.
+        let conversation_complete = steps.is_ok();
+        let end = match steps {
             Ok(kind_and_error) => kind_and_error,
             Err(error) => {
                 tracing::error!(session = %self.session.id, turn = %self.turn_id, %error, "turn failed");
@@ -64,7 +71,15 @@ impl TurnRun {
             .end_turn(self.session.id, self.turn_id, &end)
             .await
         {
-            Ok(event) => self.inner.bus.publish(self.session.id, &[Arc::new(event)]),
+            Ok(event) => {
+                if conversation_complete {
+                    let conversation = std::mem::take(&mut self.conversation);
+                    self.inner
+                        .conversations
+                        .put(self.session.id, event.seq, conversation);
+                }
+                self.inner.bus.publish(self.session.id, &[Arc::new(event)]);
+            }
             Err(error) => {
                 tracing::error!(session = %self.session.id, turn = %self.turn_id, %error, "could not end turn");
             }
@@ -86,12 +101,12 @@ impl TurnRun {
             .unwrap_or_else(|| config.model.clone());
         let tools = self.inner.tools.specs(self.session.tools.as_deref());
         let workspace = self.inner.workspaces.ensure(self.session.id).await?;
-        self.history = self.inner.store.load_conversation(self.session.id).await?;
+        self.conversation = self.load_conversation().await?;
         let cancel = self.control.token();
         for _ in 0..max_steps {
             let request = ModelRequest {
                 model: model.clone(),
-                messages: derive_messages(system.as_deref(), &self.history),
+                messages: self.conversation.messages(system.as_deref()),
                 tools: tools.clone(),
             };
             let Some(Assembled { message, finish }) = self.ask(request, &cancel).await? else {
@@ -104,22 +119,47 @@ impl TurnRun {
                 Message::Assistant { tool_calls, .. } => tool_calls.clone(),
                 _ => Vec::new(),
             };
-            self.append(vec![EventData::AssistantMessage { message }])
-                .await?;
-            match finish.kind {
-                FinishKind::Error => return Ok((TurnEndKind::Error, finish.error)),
-                FinishKind::MaxTokens => return Ok((TurnEndKind::MaxTokens, None)),
+            let end = match finish.kind {
+                FinishKind::Error => Some((TurnEndKind::Error, finish.error)),
+                FinishKind::MaxTokens => Some((TurnEndKind::MaxTokens, None)),
                 FinishKind::Completed | FinishKind::ToolCalls if calls.is_empty() => {
-                    return Ok((TurnEndKind::Completed, None));
+                    Some((TurnEndKind::Completed, None))
                 }
-                FinishKind::Completed | FinishKind::ToolCalls => {}
+                FinishKind::Completed | FinishKind::ToolCalls => None,
+            };
+            let message = EventData::AssistantMessage { message };
+            if let Some(end) = end {
+                self.append(vec![message]).await?;
+                return Ok(end);
             }
-            self.run_tools(&calls, &workspace, &cancel).await?;
+            self.run_tools(message, &calls, &workspace, &cancel).await?;
             if cancel.is_cancelled() {
                 return Ok((TurnEndKind::Cancelled, None));
             }
         }
         Ok((TurnEndKind::MaxSteps, None))
+    }
+
+    /// The session's conversation through this turn's `user/message`: what its previous turn
+    /// here left, when nothing was stored after that turn's `turn/end`; else derived from the
+    /// store. A session's first turn has nothing before it.
+    async fn load_conversation(&self) -> Result<DerivedMessages> {
+        let before = self.first_seq.saturating_sub(1);
+        let kept = if before == 0 {
+            Some(DerivedMessages::default())
+        } else {
+            self.inner.conversations.take(self.session.id, before)
+        };
+        let Some(mut conversation) = kept else {
+            let events = self.inner.store.load_conversation(self.session.id).await?;
+            let mut conversation = DerivedMessages::default();
+            for event in &events {
+                conversation.push(&event.data);
+            }
+            return Ok(conversation);
+        };
+        conversation.push(&self.user_message);
+        Ok(conversation)
     }
 
     /// Streams one model response into the log. `None` when the turn was stopped meanwhile
@@ -182,12 +222,19 @@ impl TurnRun {
         Ok(Some(assembler.finish()))
     }
 
+    /// Stores `message` (the assistant message that made `calls`) and runs the calls in order.
+    /// To save transactions, each append carries what happened since the previous one: the
+    /// message with the first call's `tool/start`, then each call's `tool/result` with the
+    /// next call's `tool/start`; the log's order is the same as one append per event. A call
+    /// reached after the turn was stopped never starts; it gets a "not executed" result.
     async fn run_tools(
         &mut self,
+        message: EventData,
         calls: &[ToolCall],
         workspace: &std::path::Path,
         cancel: &CancellationToken,
     ) -> Result<()> {
+        let mut unstored = vec![message];
         for call in calls {
             let start = ToolStart {
                 call_id: call.id.clone(),
@@ -195,12 +242,11 @@ impl TurnRun {
                 arguments: call.function.arguments.clone(),
             };
             if cancel.is_cancelled() {
-                let output = ToolOutput::error(SKIPPED);
-                self.append(vec![result_event(&start, output, 0)]).await?;
+                unstored.push(result_event(&start, ToolOutput::error(SKIPPED), 0));
                 continue;
             }
-            self.append(vec![EventData::ToolStart(start.clone())])
-                .await?;
+            unstored.push(EventData::ToolStart(start.clone()));
+            self.append(std::mem::take(&mut unstored)).await?;
             let started = Instant::now();
             let ctx = ToolContext {
                 workspace: workspace.to_path_buf(),
@@ -209,10 +255,9 @@ impl TurnRun {
             };
             let output = self.call_tool(&start, &ctx).await;
             let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            self.append(vec![result_event(&start, output, duration_ms)])
-                .await?;
+            unstored.push(result_event(&start, output, duration_ms));
         }
-        Ok(())
+        self.append(unstored).await
     }
 
     /// Runs one call; every failure is an error output the model reads.
@@ -252,7 +297,7 @@ impl TurnRun {
         tool.call(ctx, arguments).await
     }
 
-    /// Stores events of this turn, publishes them, and keeps the message-bearing ones.
+    /// Stores events of this turn, publishes them, and adds them to the conversation.
     async fn append(&mut self, data: Vec<EventData>) -> Result<()> {
         let stored = self
             .inner
@@ -261,19 +306,8 @@ impl TurnRun {
             .await?;
         let stored: Vec<_> = stored.into_iter().map(Arc::new).collect();
         self.inner.bus.publish(self.session.id, &stored);
-        for (event, data) in stored.iter().zip(data) {
-            if matches!(
-                data,
-                EventData::AssistantMessage { .. } | EventData::ToolResult(_)
-            ) {
-                self.history.push(Event {
-                    seq: event.seq,
-                    session_id: self.session.id,
-                    turn_id: self.turn_id,
-                    at: Utc::now(),
-                    data,
-                });
-            }
+        for data in &data {
+            self.conversation.push(data);
         }
         Ok(())
     }

@@ -1,4 +1,5 @@
-//! [`derive_messages`]: the model request's messages, rebuilt from the event log.
+//! [`derive_messages`]: the model request's messages, rebuilt from the event log, and
+//! [`DerivedMessages`], the same kept up to date as the log grows.
 
 use std::collections::HashMap;
 
@@ -25,45 +26,88 @@ pub const NOT_EXECUTED: &str = "error: this tool call was not executed";
 /// - `reasoning_content` is kept only on assistant messages with tool calls (DeepSeek's
 ///   thinking mode requires it there and needs it nowhere else).
 pub fn derive_messages(system: Option<&str>, events: &[Event]) -> Vec<Message> {
-    let mut messages = Vec::with_capacity(events.len() + 1);
-    if let Some(system) = system.filter(|s| !s.is_empty()) {
-        messages.push(Message::System {
-            content: system.to_owned(),
-        });
-    }
-    let mut open = OpenCalls::default();
+    let mut derived = DerivedMessages::default();
     for event in events {
-        match &event.data {
+        derived.push(&event.data);
+    }
+    derived.into_messages(system)
+}
+
+/// [`derive_messages`] kept up to date one event at a time, for a conversation that grows:
+/// [`DerivedMessages::push`] does the work for one event only, and
+/// [`DerivedMessages::messages`] returns what `derive_messages` would over every event pushed
+/// so far, without deriving them again.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DerivedMessages {
+    /// Every message so far, but for the tool messages of the last assistant message's calls.
+    messages: Vec<Message>,
+    /// The last assistant message's calls, answered when the next user or assistant message
+    /// arrives (or when messages are taken).
+    open: OpenCalls,
+}
+
+impl DerivedMessages {
+    /// Adds one event (those that carry no message are skipped).
+    pub fn push(&mut self, data: &EventData) {
+        match data {
             EventData::UserMessage { text } => {
-                open.close_into(&mut messages);
-                messages.push(Message::User {
+                self.open.close_into(&mut self.messages);
+                self.messages.push(Message::User {
                     content: text.clone(),
                 });
             }
             EventData::AssistantMessage { message } => {
-                open.close_into(&mut messages);
-                messages.push(replayable(message, &mut open));
+                self.open.close_into(&mut self.messages);
+                self.messages.push(replayable(message, &mut self.open));
             }
             EventData::ToolResult(result) => {
-                open.results
+                self.open
+                    .results
                     .entry(result.call_id.clone())
                     .or_insert_with(|| result.text.clone());
             }
             _ => {}
         }
     }
-    open.close_into(&mut messages);
+
+    /// The messages of a model request now, `system` (when given) first; a copy, so more
+    /// events can be pushed afterwards.
+    pub fn messages(&self, system: Option<&str>) -> Vec<Message> {
+        let mut messages = with_system(system, self.messages.len() + self.open.ids.len());
+        messages.extend_from_slice(&self.messages);
+        messages.extend(self.open.answers());
+        messages
+    }
+
+    /// The messages of a model request, `system` (when given) first, moved out, not copied.
+    pub fn into_messages(mut self, system: Option<&str>) -> Vec<Message> {
+        let mut messages = with_system(system, self.messages.len() + self.open.ids.len());
+        messages.append(&mut self.messages);
+        self.open.close_into(&mut messages);
+        messages
+    }
+}
+
+/// An empty message list with room for `more` after the system prompt, which comes first.
+fn with_system(system: Option<&str>, more: usize) -> Vec<Message> {
+    let mut messages = Vec::with_capacity(more + 1);
+    if let Some(system) = system.filter(|s| !s.is_empty()) {
+        messages.push(Message::System {
+            content: system.to_owned(),
+        });
+    }
     messages
 }
 
 /// Tool calls of the last assistant message, waiting for their results.
-#[derive(Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 struct OpenCalls {
     ids: Vec<String>,
     results: HashMap<String, String>,
 }
 
 impl OpenCalls {
+    /// One tool message per call, in call order, and no call is open any more.
     fn close_into(&mut self, messages: &mut Vec<Message>) {
         for id in self.ids.drain(..) {
             let content = self
@@ -76,6 +120,17 @@ impl OpenCalls {
             });
         }
         self.results.clear();
+    }
+
+    /// The tool messages `close_into` would add, leaving the calls open.
+    fn answers(&self) -> impl Iterator<Item = Message> + '_ {
+        self.ids.iter().map(|id| Message::Tool {
+            tool_call_id: id.clone(),
+            content: self
+                .results
+                .get(id)
+                .map_or_else(|| NOT_EXECUTED.to_owned(), String::clone),
+        })
     }
 }
 

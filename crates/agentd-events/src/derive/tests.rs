@@ -236,3 +236,45 @@ fn reasoning_is_kept_only_on_tool_calling_messages() {
         ]
     );
 }
+
+#[test]
+fn derived_messages_pushed_one_event_at_a_time_match_derive_messages_after_every_event() {
+    let calls = vec![
+        ToolCall::new("a", "bash", r#"{"command":"ls"}"#),
+        ToolCall::new("b", "bash", "not json"),
+    ];
+    let events = log(vec![
+        user("hi"),
+        result("zz", "stray before any call"),
+        assistant("", calls.clone(), Some("need to look")),
+        EventData::AssistantChunk(crate::Chunk::Text {
+            content: "ignored".into(),
+        }),
+        result("b", "/w"),
+        result("b", "second result for b"),
+        result("a", "x y"),
+        assistant("", calls.clone(), None),
+        result("a", "only a"),
+        user("next"),
+        assistant("", calls, None),
+        assistant("done", vec![], Some("dropped")),
+    ]);
+    let mut derived = DerivedMessages::default();
+    assert_eq!(
+        derived.messages(Some("be brief")),
+        derive_messages(Some("be brief"), &[])
+    );
+    for seen in 1..=events.len() {
+        derived.push(&events[seen - 1].data);
+        assert_eq!(
+            derived.messages(Some("be brief")),
+            derive_messages(Some("be brief"), &events[..seen]),
+            "after {seen} events"
+        );
+        assert_eq!(
+            derived.clone().into_messages(None),
+            derive_messages(None, &events[..seen]),
+            "after {seen} events, without a system prompt"
+        );
+    }
+}

@@ -20,7 +20,9 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use tokio::io::AsyncWriteExt;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 use tokio::process::{Child, ChildStdin, Command};
 
@@ -30,6 +32,13 @@ use crate::pids::{CallCap, ProcessCap};
 
 /// The flag after `sandbox-exec` that makes the helper a launcher.
 pub(crate) const LAUNCH: &str = "--launch";
+
+/// What a launcher writes to its output once it is in its group and under its limits.
+const READY: u8 = b'R';
+
+/// How long a launcher may take to get ready: moving it into its group waits for the
+/// kernel (an RCU grace period), normally 10 to 30 ms.
+const READY_LIMIT: Duration = Duration::from_secs(10);
 
 /// The largest command a launcher accepts, in bytes (far above any request body).
 const MAX_REQUEST: u64 = 16 << 20;
@@ -140,20 +149,35 @@ impl Parked {
         rlimits: ResourceLimits,
     ) -> io::Result<Self> {
         let call = cap.start_call(rlimits.processes).await?;
-        let (writer, output) = pipe::pipe()?;
+        let (writer, mut output) = pipe::pipe()?;
         let stdout = writer.into_blocking_fd()?;
         let stderr = stdout.try_clone()?;
         let mut command = Command::new(launcher);
         command
             .args([crate::SANDBOX_EXEC, LAUNCH])
+            .args(limits::launcher_args(&rlimits, &call)?)
             .env_clear()
             .stdin(Stdio::piped())
             .stdout(stdout)
             .stderr(stderr)
             .process_group(0)
             .kill_on_drop(true);
-        limits::apply(&mut command, &rlimits, &call)?;
         let mut child = cap.spawner().spawn(command).await?;
+        // The launcher joins the group and sets its limits itself, then says so.
+        let mut said = [0; 1];
+        match tokio::time::timeout(READY_LIMIT, output.read(&mut said)).await {
+            Ok(Ok(1)) if said[0] == READY => {}
+            _ => {
+                let _ = child.start_kill();
+                let mut text = said.to_vec();
+                let rest = output.read_to_end(&mut text);
+                let _ = tokio::time::timeout(Duration::from_millis(100), rest).await;
+                return Err(io::Error::other(format!(
+                    "the launcher did not start: {}",
+                    String::from_utf8_lossy(&text).trim()
+                )));
+            }
+        }
         let stdin = child
             .stdin
             .take()
@@ -241,12 +265,25 @@ fn decode(bytes: &[u8]) -> Result<Request, String> {
     })
 }
 
-/// The launcher, in the helper process (`sandbox-exec --launch`): reads one request from
-/// standard input, then executes its program there, with its arguments, exactly its
-/// environment, its directory and standard input from `/dev/null`. Never returns; when the
-/// request is bad or the program cannot be executed, says why on standard error (the
-/// call's output) and exits with status 127.
-pub(crate) fn launch_main() -> ! {
+/// The launcher, in the helper process (`sandbox-exec --launch <setup>…`): joins its call's
+/// group and sets its limits as `setup` says (see `limits::launcher_args`), writes
+/// [`READY`], reads one request from standard input, then executes its program there, with
+/// its arguments, exactly its environment, its directory and standard input from
+/// `/dev/null`. Never returns; when a step fails, says why on standard error (the call's
+/// output) and exits with status 127.
+pub(crate) fn launch_main(setup: &[OsString]) -> ! {
+    if let Err(error) = limits::apply_to_self(setup) {
+        let _ = writeln!(io::stderr(), "agentd: cannot set up the launcher: {error}");
+        std::process::exit(CANNOT_EXECUTE);
+    }
+    let mut stdout = io::stdout();
+    if stdout
+        .write_all(&[READY])
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        std::process::exit(CANNOT_EXECUTE);
+    }
     let mut bytes = Vec::new();
     let read = io::stdin().lock().take(MAX_REQUEST).read_to_end(&mut bytes);
     let error = match read.map_err(|e| e.to_string()).and_then(|_| decode(&bytes)) {

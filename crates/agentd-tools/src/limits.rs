@@ -7,6 +7,7 @@
 //! crate with `unsafe`: the `pre_exec` hook, which may only make async-signal-safe system
 //! calls. It must not allocate, lock or log in the child.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 
@@ -104,6 +105,89 @@ pub(crate) fn apply(
         command.pre_exec(move || in_child(&setup, procs.as_ref()));
     }
     Ok(())
+}
+
+/// The rlimits a launcher can be asked to set, by the names [`launcher_args`] uses.
+const RESOURCES: [(Resource, &str); MAX_RLIMITS] = [
+    (Resource::RLIMIT_CPU, "cpu"),
+    (Resource::RLIMIT_AS, "as"),
+    (Resource::RLIMIT_FSIZE, "fsize"),
+    (Resource::RLIMIT_NPROC, "nproc"),
+    (Resource::RLIMIT_CORE, "core"),
+];
+
+/// What [`apply`] does, as arguments for a launcher to do it to itself (`crate::launch`):
+/// `--parent <server pid> [--procs <cgroup.procs>] [--rlimit <name>:<soft>:<hard>]…`. So the
+/// launcher is spawned without a `pre_exec` hook, hence without `fork`: std then uses
+/// `posix_spawn`, which shares the server's memory until `exec` instead of copying its page
+/// tables, and leaves the server no copy-on-write faults to take afterwards.
+/// Errors: reading the server's own limits failed.
+pub(crate) fn launcher_args(limits: &ResourceLimits, cap: &CallCap) -> io::Result<Vec<OsString>> {
+    let setup = prepare(limits, cap.nproc(limits.processes))?;
+    let mut args: Vec<OsString> = vec!["--parent".into(), setup.parent.to_string().into()];
+    if let Some(procs) = cap.procs_path() {
+        args.push("--procs".into());
+        args.push(procs.into_os_string());
+    }
+    for &(resource, soft, hard) in &setup.rlimits[..setup.len] {
+        if let Some((_, name)) = RESOURCES.iter().find(|(r, _)| *r == resource) {
+            args.push("--rlimit".into());
+            args.push(format!("{name}:{soft}:{hard}").into());
+        }
+    }
+    Ok(args)
+}
+
+/// In a launcher, a fresh single-threaded process: applies to itself what
+/// [`launcher_args`] encoded, in [`apply`]'s order. Errors: say which step failed.
+pub(crate) fn apply_to_self(args: &[OsString]) -> Result<(), String> {
+    let mut parent = None;
+    let mut procs = None;
+    let mut rlimits = Vec::new();
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let value = args
+            .next()
+            .and_then(|value| value.to_str())
+            .ok_or_else(|| format!("{flag:?} needs a value"))?;
+        match flag.to_str() {
+            Some("--parent") => parent = Some(value.parse::<i32>().map_err(|e| e.to_string())?),
+            Some("--procs") => procs = Some(value.to_owned()),
+            Some("--rlimit") => rlimits.push(parse_rlimit(value)?),
+            _ => return Err(format!("unexpected argument {flag:?}")),
+        }
+    }
+    let parent = Pid::from_raw(parent.ok_or("missing --parent")?);
+    if let Some(procs) = procs {
+        std::fs::write(&procs, b"0").map_err(|e| format!("joining {procs}: {e}"))?;
+    }
+    for (resource, soft, hard) in rlimits {
+        setrlimit(resource, soft, hard).map_err(|e| format!("setrlimit: {e}"))?;
+    }
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| format!("prctl: {e}"))?;
+    if getppid() != parent {
+        return Err("the server is gone".to_owned());
+    }
+    Ok(())
+}
+
+fn parse_rlimit(value: &str) -> Result<(Resource, rlim_t, rlim_t), String> {
+    let mut parts = value.split(':');
+    let (Some(name), Some(soft), Some(hard), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(format!("bad --rlimit {value:?}"));
+    };
+    let resource = RESOURCES
+        .iter()
+        .find(|(_, n)| *n == name)
+        .map(|(resource, _)| *resource)
+        .ok_or_else(|| format!("unknown rlimit {name:?}"))?;
+    let number = |text: &str| {
+        text.parse::<rlim_t>()
+            .map_err(|e| format!("{value:?}: {e}"))
+    };
+    Ok((resource, number(soft)?, number(hard)?))
 }
 
 /// The rlimits to set, each lowered to the server's current hard limit; `nproc` is the

@@ -4,7 +4,7 @@
 mod config;
 mod providers;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::IsTerminal;
 use std::sync::Arc;
 
@@ -42,12 +42,12 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    // Before any thread, runtime or log exists: this process becomes the tool command.
-    if let Command::SandboxExec { args } = cli.command {
-        let program = std::env::args_os().next().unwrap_or_default();
-        agentd_tools::sandbox_exec_main(std::iter::once(program).chain(args));
+    // Before any thread, runtime or log exists: this process becomes the tool command. Every
+    // tool call starts one, so it skips building the whole command-line parser.
+    if std::env::args_os().nth(1).as_deref() == Some(OsStr::new(agentd_tools::SANDBOX_EXEC)) {
+        agentd_tools::sandbox_exec_main(std::env::args_os());
     }
+    let cli = Cli::parse();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -54,10 +54,15 @@ impl CallGroup {
         Ok(group)
     }
 
+    /// The path of its `cgroup.procs`.
+    pub(crate) fn procs_path(&self) -> PathBuf {
+        self.dir.join("cgroup.procs")
+    }
+
     /// Its `cgroup.procs`, opened for writing (close-on-exec). The child writes `0` to it
     /// before `exec`, which moves the child itself into the group.
     pub(crate) fn procs(&self) -> io::Result<File> {
-        let path = self.dir.join("cgroup.procs");
+        let path = self.procs_path();
         File::options()
             .write(true)
             .open(&path)

@@ -285,6 +285,14 @@ impl CallCap {
         }
     }
 
+    /// The path of the group's `cgroup.procs`, for a process to join it itself.
+    pub(crate) fn procs_path(&self) -> Option<PathBuf> {
+        match self {
+            Self::Cgroup(group) => Some(group.procs_path()),
+            Self::Rlimit => None,
+        }
+    }
+
     /// The `RLIMIT_NPROC` for a call allowed `processes`: none in a cgroup (it caps
     /// exactly), else the tasks on the machine now plus `processes`. That rlimit counts all
     /// tasks of the server's user, so a bare `processes` would fail every fork of a user

@@ -41,9 +41,9 @@ pub(crate) struct ExecArgs {
 
 /// The entry point of the `sandbox-exec` helper: `args` are its whole command line,
 /// program name first, then optionally `sandbox-exec`, then `--workspace <dir>
-/// [--network] [--hide <dir>]… -- <program> <args>…`; or, instead of all that, `--launch`:
-/// a launcher parked ahead of a tool call, which reads its command from standard input and
-/// executes it unconfined (the command is already wrapped by the sandbox; see
+/// [--network] [--hide <dir>]… -- <program> <args>…`; or, instead of all that, `--launch
+/// <setup>…`: a launcher parked ahead of a tool call, which reads its command from standard
+/// input and executes it unconfined (the command is already wrapped by the sandbox; see
 /// `crate::launch`). Confines this process with Landlock
 /// and seccomp and executes the program in it; never returns. If the sandbox cannot be
 /// applied (say, the kernel has no Landlock), it says why on stderr and exits with status
@@ -54,8 +54,8 @@ pub fn sandbox_exec_main(args: impl IntoIterator<Item = OsString>) -> ! {
         Some(first) if first == OsStr::new(SANDBOX_EXEC) => &args[1..],
         _ => &args[..],
     };
-    if rest == [OsStr::new(crate::launch::LAUNCH)] {
-        crate::launch::launch_main();
+    if rest.first().map(OsString::as_os_str) == Some(OsStr::new(crate::launch::LAUNCH)) {
+        crate::launch::launch_main(&rest[1..]);
     }
     let error = match parse(args).and_then(|args| confine_and_exec(&args)) {
         Ok(never) => match never {},

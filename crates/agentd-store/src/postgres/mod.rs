@@ -7,15 +7,14 @@
 //! write of events sends `NOTIFY agentd_events` with `<session_id>:<seq>` inside its
 //! transaction, so it is delivered only after commit; other replicas use it to wake live
 //! readers, who then read the rows (see [`listen`]). An append, the write of every chunk, is
-//! one statement ([`APPEND`]): one round trip.
+//! one statement (see [`oneshot`]), as are most starts and ends of turns.
 
 mod listen;
+mod oneshot;
 
 use std::time::Duration;
 
-use agentd_events::{
-    Event, EventData, SEQ_PREFIX, TurnEnd, envelope_tail, envelope_with_seq, format_time,
-};
+use agentd_events::{Event, EventData, TurnEnd, format_time};
 use async_trait::async_trait;
 use chrono::Utc;
 use sqlx::postgres::{PgPool, PgPoolOptions};
@@ -29,24 +28,6 @@ use crate::{ChangeStream, EventStore};
 
 /// The notification channel of appends.
 pub(crate) const CHANNEL: &str = "agentd_events";
-
-/// [`EventStore::append`] in one statement, so one round trip and no explicit transaction:
-/// the `UPDATE` locks the session's row (serialising appends across replicas), checks the
-/// turn lock and claims the seqs; the rows go in with each envelope completed by its seq
-/// (`$7 || seq || tail`, see `agentd_events::envelope_tail`); the notification is queued.
-/// No row back: the turn is not running. `$1` count, `$2` time, `$3` session, `$4` turn,
-/// `$5` types, `$6` envelope tails, `$7` the envelope's opening up to its seq, `$8` channel.
-const APPEND: &str = "\
-WITH claimed AS (
-    UPDATE sessions SET last_seq = last_seq + $1, updated_at = $2
-    WHERE id = $3 AND active_turn_id = $4
-    RETURNING last_seq - $1 AS after
-), inserted AS (
-    INSERT INTO events (session_id, seq, turn_id, type, body)
-    SELECT $3, claimed.after + e.n, $4, e.type, $7 || (claimed.after + e.n) || e.tail
-    FROM claimed, unnest($5::text[], $6::text[]) WITH ORDINALITY AS e(type, tail, n)
-)
-SELECT after, pg_notify($8, $3 || ':' || (after + $1)) FROM claimed";
 
 /// The event log in Postgres. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -198,6 +179,11 @@ impl EventStore for PgStore {
         idempotency_key: Option<&str>,
         lease: Duration,
     ) -> Result<BeginTurn> {
+        if idempotency_key.is_none() {
+            if let Some(started) = self.begin_idle(session_id, turn_id, text, lease).await? {
+                return Ok(started);
+            }
+        }
         let mut tx = self.pool.begin().await?;
         let head = lock_head(&mut tx, session_id).await?;
         if let Some(key) = idempotency_key {
@@ -287,39 +273,7 @@ impl EventStore for PgStore {
         if data.is_empty() {
             return Ok(Vec::new());
         }
-        let at = Utc::now();
-        let types: Vec<&str> = data.iter().map(EventData::type_name).collect();
-        let tails: Vec<String> = data
-            .iter()
-            .map(|data| envelope_tail(session_id, turn_id, &at, data))
-            .collect();
-        let count = data.len() as i64;
-        let claimed = sqlx::query(APPEND)
-            .bind(count)
-            .bind(format_time(&at))
-            .bind(session_id.to_string())
-            .bind(turn_id.to_string())
-            .bind(&types)
-            .bind(&tails)
-            .bind(SEQ_PREFIX)
-            .bind(CHANNEL)
-            .fetch_optional(&self.pool)
-            .await?;
-        let Some(claimed) = claimed else {
-            return Err(match self.session(session_id).await {
-                Ok(_) => Error::TurnNotRunning(turn_id),
-                Err(error) => error,
-            });
-        };
-        let after = rows::seq(sqlx::Row::try_get(&claimed, 0)?);
-        Ok((after + 1..)
-            .zip(types.into_iter().zip(tails))
-            .map(|(seq, (event_type, tail))| StoredEvent {
-                seq,
-                event_type: event_type.into(),
-                json: envelope_with_seq(seq, &tail).into(),
-            })
-            .collect())
+        self.append_one(session_id, turn_id, data).await
     }
 
     async fn end_turn(
@@ -328,6 +282,9 @@ impl EventStore for PgStore {
         turn_id: Uuid,
         end: &TurnEnd,
     ) -> Result<StoredEvent> {
+        if let Some(event) = self.end_unlocked(session_id, turn_id, end).await? {
+            return Ok(event);
+        }
         let mut tx = self.pool.begin().await?;
         let mut head = lock_head(&mut tx, session_id).await?;
         if head.active_turn_id != Some(turn_id) {

@@ -26,6 +26,7 @@ postgres_suite!(
     only_one_turn_runs_per_session,
     concurrent_begins_start_exactly_one_turn,
     refused_writes_leave_concurrent_ones_whole,
+    racing_ends_and_appends_end_the_turn_once_and_last,
     appending_to_a_turn_that_is_not_running_is_refused,
     ending_a_turn_records_kind_usage_and_frees_the_session,
     idempotency_key_returns_the_same_turn,

@@ -144,3 +144,54 @@ pub async fn refused_writes_leave_concurrent_ones_whole(store: &dyn EventStore) 
         assert_eq!(seqs, (1..=17).collect::<Vec<_>>());
     }
 }
+
+/// A turn ended while it still appends, and ended twice at once (a replica's lease reaper
+/// racing the turn's own process): it ends exactly once, with the last seq, and nothing is
+/// appended after its `turn/end`; seqs stay gapless.
+pub async fn racing_ends_and_appends_end_the_turn_once_and_last(store: &dyn EventStore) {
+    for round in 0..5 {
+        let session_id = new_session(store).await;
+        let turn_id = Uuid::new_v4();
+        store
+            .begin_turn(session_id, turn_id, "go", None, LEASE)
+            .await
+            .unwrap();
+        let appends = (0..10).map(|i| async move {
+            store
+                .append(session_id, turn_id, &[text(&i.to_string())])
+                .await
+                .map(|_| ())
+        });
+        let ends = (0..3).map(|_| async move {
+            store
+                .end_turn(session_id, turn_id, &end(TurnEndKind::Interrupted, 1, 1))
+                .await
+                .map(|_| ())
+        });
+        let (appended, ended) = if round % 2 == 0 {
+            let (a, e) = tokio::join!(join_all(appends), join_all(ends));
+            (a, e)
+        } else {
+            let (e, a) = tokio::join!(join_all(ends), join_all(appends));
+            (a, e)
+        };
+        let ok_ends = ended.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(ok_ends, 1, "{ended:?}");
+        for result in ended.iter().chain(&appended) {
+            assert!(
+                matches!(result, Ok(()) | Err(Error::TurnNotRunning(_))),
+                "{result:?}"
+            );
+        }
+        let events = all_events(store, session_id).await;
+        let seqs: Vec<u64> = events.iter().map(|e| e.0).collect();
+        assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+        let ok_appends = appended.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(events.len(), 2 + ok_appends);
+        assert_eq!(events.last().unwrap().1, "turn/end");
+        let session = store.session(session_id).await.unwrap();
+        assert_eq!(session.last_seq, events.len() as u64);
+        assert_eq!(session.active_turn_id, None);
+        assert_eq!(session.usage.input_tokens, 1);
+    }
+}

@@ -102,7 +102,7 @@ impl PgStore {
             .bind(&tails)
             .bind(SEQ_PREFIX)
             .bind(CHANNEL)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.appends)
             .await?;
         let Some(claimed) = claimed else {
             return Err(match self.session(session_id).await {

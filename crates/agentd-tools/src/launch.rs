@@ -82,6 +82,24 @@ impl Launchers {
         Some(parked.swap_remove(index))
     }
 
+    /// A launcher under `rlimits` started for a call now, when none was ready: it waits for
+    /// the move into its group, but still spares the server a `fork`. `None` when launchers
+    /// are off or one cannot be started.
+    pub(crate) async fn start_now(
+        &self,
+        cap: &ProcessCap,
+        rlimits: ResourceLimits,
+    ) -> Option<Parked> {
+        let helper = self.helper.get().filter(|_| self.enabled())?;
+        match Parked::start(cap, helper, rlimits).await {
+            Ok(parked) => Some(parked),
+            Err(error) => {
+                tracing::warn!(%error, "cannot start a launcher for a call; the call starts its own process");
+                None
+            }
+        }
+    }
+
     /// Starts launchers under `rlimits` in the background until [`POOL`] are ready or
     /// starting. Needs a tokio runtime.
     pub(crate) fn refill(&self, cap: &ProcessCap, rlimits: ResourceLimits) {

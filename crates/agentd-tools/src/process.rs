@@ -148,18 +148,22 @@ pub(crate) async fn run(
     })
 }
 
-/// Starts `spec`: in a launcher parked ahead of the call when the cap has one ready (see
-/// `crate::launch`), else through the cap's spawner. Either way asks for the next call's
-/// launcher to be parked. Returns the process, its group guard, its output and its cap.
+/// Starts `spec`: in a launcher when the cap uses them (see `crate::launch`; one parked
+/// ahead of the call when ready, else one started now), else through the cap's spawner
+/// with a `fork`. Asks for the next calls' launchers to be parked. Returns the process, its group guard, its output and its cap.
 async fn start(
     spec: &CommandSpec,
     limits: &Limits,
     cap: &ProcessCap,
 ) -> io::Result<(Child, GroupGuard, pipe::Receiver, CallCap)> {
     let launchers = cap.launchers();
-    let parked = launchers.take(limits.rlimits);
+    let ready = launchers.take(limits.rlimits);
     launchers.refill(cap, limits.rlimits);
-    if let Some(mut parked) = parked {
+    let launcher = match ready {
+        Some(parked) => Some(parked),
+        None => launchers.start_now(cap, limits.rlimits).await,
+    };
+    if let Some(mut parked) = launcher {
         match parked.launch(spec).await {
             Ok(()) => {
                 let group = GroupGuard::of(&parked.child)?;

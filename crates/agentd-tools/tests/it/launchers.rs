@@ -178,3 +178,34 @@ async fn a_helper_that_is_not_a_launcher_is_refused() {
     .await;
     assert_eq!(output, ok("still works\n"));
 }
+
+#[tokio::test]
+async fn more_calls_at_once_than_parked_launchers_all_run_each_in_its_own_group() {
+    let Some(cap) = launching_cap().await else {
+        return;
+    };
+    let workspace = workspace();
+    let tool = BashTool::new(BashConfig::default()).with_process_cap(cap);
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..6 {
+        let (tool, ctx) = (tool.clone(), workspace.ctx.clone());
+        calls.spawn(async move {
+            let command = format!("grep pids /proc/self/cgroup; echo call {i}");
+            (i, call(&tool, &ctx, json!({ "command": command })).await)
+        });
+    }
+    let mut outputs = calls.join_all().await;
+    outputs.sort_by_key(|(i, _)| *i);
+    let mut groups = Vec::new();
+    for (i, output) in &outputs {
+        assert!(!output.is_error, "{output:?}");
+        let mut lines = output.text.lines();
+        let group = lines.next().unwrap().to_owned();
+        assert!(group.contains("/call-"), "{group}");
+        assert_eq!(lines.next(), Some(format!("call {i}").as_str()));
+        groups.push(group);
+    }
+    groups.sort();
+    groups.dedup();
+    assert_eq!(groups.len(), 6, "{groups:?}");
+}

@@ -48,7 +48,7 @@ const MAX_REQUEST: u64 = 16 << 20;
 const CANNOT_EXECUTE: i32 = 127;
 
 /// Launchers kept ready at once, at most.
-const POOL: usize = 2;
+const POOL: usize = 4;
 
 /// The process cap's launchers: off until [`Launchers::enable`], then refilled in the
 /// background as calls take them.

@@ -75,9 +75,9 @@ async fn each_launched_call_runs_in_a_call_group_of_its_own_with_its_output_and_
     let tool = BashTool::new(BashConfig::default()).with_process_cap(cap);
     let mut groups = Vec::new();
     for i in 0..4 {
-        // The cap keeps two ready; once both are, no third starts before a call takes one,
+        // The cap keeps four ready; once all are, no fifth starts before a call takes one,
         // so the call runs in one of these.
-        let parked = wait_parked_n(&dir, 2).await;
+        let parked = wait_parked_n(&dir, 4).await;
         let command =
             format!("grep pids /proc/self/cgroup; echo out {i}; echo err {i} >&2; exit {i}");
         let output = call(&tool, &workspace.ctx, json!({ "command": command })).await;
@@ -187,7 +187,7 @@ async fn more_calls_at_once_than_parked_launchers_all_run_each_in_its_own_group(
     let workspace = workspace();
     let tool = BashTool::new(BashConfig::default()).with_process_cap(cap);
     let mut calls = tokio::task::JoinSet::new();
-    for i in 0..6 {
+    for i in 0..10 {
         let (tool, ctx) = (tool.clone(), workspace.ctx.clone());
         calls.spawn(async move {
             let command = format!("grep pids /proc/self/cgroup; echo call {i}");
@@ -207,5 +207,5 @@ async fn more_calls_at_once_than_parked_launchers_all_run_each_in_its_own_group(
     }
     groups.sort();
     groups.dedup();
-    assert_eq!(groups.len(), 6, "{groups:?}");
+    assert_eq!(groups.len(), 10, "{groups:?}");
 }

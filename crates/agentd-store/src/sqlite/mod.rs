@@ -13,12 +13,14 @@
 //! which cost ~650 context switches per turn (issue 7). sqlx still applies the migrations,
 //! so databases keep one migration history.
 
+mod checkpoint;
 mod ops;
 mod readers;
 mod writer;
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentd_events::{Event, EventData, TurnEnd};
@@ -32,6 +34,7 @@ use crate::EventStore;
 use crate::error::Result;
 use crate::model::{BeginTurn, NewSession, Session, StoredEvent, Turn};
 use crate::rows::lease_until;
+use checkpoint::Checkpointer;
 use readers::Readers;
 use writer::Writer;
 
@@ -45,6 +48,8 @@ pub struct SqliteStore {
     writer: Writer,
     /// Read-only connections for loads.
     readers: Readers,
+    /// Checkpoints the WAL off the writer thread, while any clone lives.
+    _checkpointer: Arc<Checkpointer>,
 }
 
 impl SqliteStore {
@@ -68,13 +73,18 @@ impl SqliteStore {
             .await?;
         sqlx::Connection::close(migrating).await?;
         let writer = Writer::spawn(open_writer(&path)?)?;
+        let checkpointer = Arc::new(Checkpointer::spawn(&path)?);
         let readers = Readers::open(path)?;
-        Ok(Self { writer, readers })
+        Ok(Self {
+            writer,
+            readers,
+            _checkpointer: checkpointer,
+        })
     }
 }
 
 /// The writing connection: WAL (already set on the file by the migration), `NORMAL` sync,
-/// foreign keys on (for `ON DELETE CASCADE`).
+/// foreign keys on (for `ON DELETE CASCADE`), no automatic checkpoints (see [`checkpoint`]).
 fn open_writer(path: &Path) -> Result<Connection> {
     let connection = Connection::open_with_flags(
         path,
@@ -82,7 +92,7 @@ fn open_writer(path: &Path) -> Result<Connection> {
     )?;
     connection.busy_timeout(BUSY_TIMEOUT)?;
     connection.execute_batch(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;",
     )?;
     connection.set_prepared_statement_cache_capacity(32);
     Ok(connection)

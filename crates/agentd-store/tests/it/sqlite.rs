@@ -61,3 +61,42 @@ async fn two_handles_on_one_file_never_interleave_or_gap() {
     let b = SqliteStore::open(&url).await.unwrap();
     conformance::two_writers_never_interleave_or_gap(&a, &b).await;
 }
+
+/// The writer never checkpoints (so no commit waits for one); a thread of the store does:
+/// committed events reach the database file itself within seconds.
+#[tokio::test]
+async fn the_wal_is_checkpointed_into_the_database_file() {
+    use agentd_events::{Chunk, EventData};
+    use agentd_store::EventStore;
+
+    let (dir, store) = store().await;
+    let file = dir.path().join("agentd.db");
+    let before = std::fs::metadata(&file).unwrap().len();
+    let session_id = conformance::new_session(&store).await;
+    let turn_id = uuid::Uuid::new_v4();
+    store
+        .begin_turn(session_id, turn_id, "go", None, conformance::LEASE)
+        .await
+        .unwrap();
+    let chunk = EventData::AssistantChunk(Chunk::Text {
+        content: "x".repeat(1000),
+    });
+    for _ in 0..50 {
+        store
+            .append(session_id, turn_id, &vec![chunk.clone(); 20])
+            .await
+            .unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let now = std::fs::metadata(&file).unwrap().len();
+        if now > before + 500_000 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the database file stayed at {now} bytes (from {before})"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -78,7 +78,7 @@ pub struct ConfinedToolbox {
 /// ([`SandboxMode::probe`]) and the process cap ([`ProcessCap::probe`]) and returns every
 /// tool ([`toolbox`]) confined by both, with the modes in force (for `/healthz`). With a
 /// pids cgroup, tool processes are then started ahead of their calls by the sandbox's helper
-/// executable ([`ProcessCap::enable_launchers`]). Errors:
+/// executable ([`ProcessCap::enable_launchers`], checked in the background). Errors:
 /// no acceptable sandbox works here; the server must then refuse to start (the message
 /// tells the operator what to do). A missing pids cgroup is no error: the cap falls back
 /// to `RLIMIT_NPROC` and says so in the log.
@@ -93,12 +93,18 @@ pub async fn confined_toolbox(
         .clone()
         .or_else(|| std::env::current_exe().ok());
     if let Some(helper) = helper {
-        match cap.enable_launchers(helper).await {
-            Ok(()) => tracing::info!(
-                "tool processes are started ahead of their calls, already in their call's pids cgroup"
-            ),
-            Err(reason) => tracing::info!(%reason, "tool processes are started at their call"),
-        }
+        // In the background: proving a launcher waits for the kernel to move it into a
+        // cgroup, which takes long on a busy machine; calls start their own process until
+        // then.
+        let cap = cap.clone();
+        tokio::spawn(async move {
+            match cap.enable_launchers(helper).await {
+                Ok(()) => tracing::info!(
+                    "tool processes are started ahead of their calls, already in their call's pids cgroup"
+                ),
+                Err(reason) => tracing::info!(%reason, "tool processes are started at their call"),
+            }
+        });
     }
     Ok(ConfinedToolbox {
         toolbox: toolbox(config, active.sandbox, cap.clone()),

@@ -244,3 +244,43 @@ pub fn set_canary() {
     });
     assert_eq!(std::env::var(CANARY).as_deref(), Ok(CANARY_VALUE));
 }
+
+/// A configuration allowing `processes` per call and `timeout`.
+pub fn capped(processes: u64, timeout: Duration) -> BashConfig {
+    let mut config = BashConfig {
+        timeout,
+        ..BashConfig::default()
+    };
+    config.limits.processes = Some(processes);
+    config
+}
+
+/// The cap the server would use here, or `None` (the test is then skipped, saying so)
+/// when no pids cgroup can be created: these tests are about the cgroup.
+pub async fn cgroup_cap() -> Option<ProcessCap> {
+    let cap = process_cap().await;
+    if cap.mode() == ProcessCapMode::Rlimit {
+        eprintln!("skipped: no pids cgroup can be created here");
+        return None;
+    }
+    Some(cap)
+}
+
+/// Waits up to 5 s for `dir` to be gone (a call's group may still be being removed in the
+/// background, keeping agentd's group alive until then).
+pub async fn assert_removed(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while dir.exists() {
+        assert!(Instant::now() < deadline, "{} left behind", dir.display());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A command that forks children (each waiting 30 s) until a fork fails, then prints
+/// `forked <n>, then errno <errno>`; `exec` keeps bash out of the count.
+pub fn fork_until_refused() -> String {
+    let script = "import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            \
+                  time.sleep(30)\n            os._exit(0)\n        n += 1\nexcept OSError as e:\n    \
+                  print(f'forked {n}, then errno {e.errno}')";
+    format!("exec python3 -c \"{script}\"")
+}

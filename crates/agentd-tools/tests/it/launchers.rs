@@ -10,7 +10,8 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::helpers::{
-    assert_none_left, bwrap_config, call, call_timed, marker, ok, process_cap, sandboxed, workspace,
+    assert_none_left, assert_removed, bwrap_config, call, call_timed, capped, cgroup_cap,
+    fork_until_refused, marker, ok, process_cap, sandboxed, workspace,
 };
 
 /// The helper the server re-executes, built from this crate.
@@ -19,22 +20,9 @@ const HELPER: &str = env!("CARGO_BIN_EXE_agentd-sandbox-exec");
 /// The cap the server would use here with launchers on, or `None` (the test is then
 /// skipped, saying so) without a pids cgroup: launchers only exist with one.
 async fn launching_cap() -> Option<ProcessCap> {
-    let cap = process_cap().await;
-    if cap.mode() == ProcessCapMode::Rlimit {
-        eprintln!("skipped: no pids cgroup can be created here");
-        return None;
-    }
+    let cap = cgroup_cap().await?;
     cap.enable_launchers(HELPER.into()).await.unwrap();
     Some(cap)
-}
-
-/// Waits up to 5 s for `dir` to be gone.
-async fn assert_removed(dir: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while dir.exists() {
-        assert!(Instant::now() < deadline, "{} left behind", dir.display());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Waits up to 5 s for `count` launchers to be parked in `dir` (call groups with a
@@ -111,18 +99,10 @@ async fn a_launched_fork_bomb_hits_its_own_pids_max() {
     };
     let dir = cap.cgroup_dir().unwrap().to_path_buf();
     let workspace = workspace();
-    let mut config = BashConfig {
-        timeout: Duration::from_secs(10),
-        ..BashConfig::default()
-    };
-    config.limits.processes = Some(8);
-    let tool = sandboxed(config, bwrap_config())
+    let tool = sandboxed(capped(8, Duration::from_secs(10)), bwrap_config())
         .await
         .with_process_cap(cap);
-    let script = "import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            \
-                  time.sleep(30)\n            os._exit(0)\n        n += 1\nexcept OSError as e:\n    \
-                  print(f'forked {n}, then errno {e.errno}')";
-    let command = format!("exec python3 -c \"{script}\"");
+    let command = fork_until_refused();
     for _ in 0..2 {
         wait_parked(&dir).await;
         let (output, elapsed) =

@@ -5,39 +5,19 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agentd_tools::{BashConfig, BashTool, ProcessCap, ProcessCapMode, Tool};
+use agentd_tools::{BashConfig, BashTool, ProcessCapMode, Tool};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::helpers::{
-    CALL_BOUND, assert_none_left, bwrap_config, call, call_timed, marker, ok, process_cap,
-    processes_with_arg, sandboxed, workspace,
+    CALL_BOUND, assert_none_left, assert_removed, bwrap_config, call, call_timed, capped,
+    cgroup_cap, fork_until_refused, marker, ok, process_cap, processes_with_arg, sandboxed,
+    workspace,
 };
 
 /// `pids.max` of the fork bomb's call.
 const BOMB_CAP: u64 = 64;
-
-/// A configuration allowing `processes` per call and `timeout`.
-fn capped(processes: u64, timeout: Duration) -> BashConfig {
-    let mut config = BashConfig {
-        timeout,
-        ..BashConfig::default()
-    };
-    config.limits.processes = Some(processes);
-    config
-}
-
-/// The cap the server would use here, or `None` (the test is then skipped, saying so)
-/// when no pids cgroup can be created: these tests are about the cgroup.
-async fn cgroup_cap() -> Option<ProcessCap> {
-    let cap = process_cap().await;
-    if cap.mode() == ProcessCapMode::Rlimit {
-        eprintln!("skipped: no pids cgroup can be created here");
-        return None;
-    }
-    Some(cap)
-}
 
 /// The call groups in agentd's cgroup `dir`.
 /// (none once the directory itself is gone).
@@ -80,16 +60,6 @@ async fn assert_no_call_groups(dir: &Path) {
             return;
         }
         assert!(Instant::now() < deadline, "call groups left: {left:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Waits up to 5 s for `dir` to be gone (a call's group may still be being removed in the
-/// background, keeping agentd's group alive until then).
-async fn assert_removed(dir: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while dir.exists() {
-        assert!(Instant::now() < deadline, "{} left behind", dir.display());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -156,12 +126,8 @@ async fn forks_past_the_cap_fail_at_once_with_eagain() {
     let tool = sandboxed(capped(8, Duration::from_secs(10)), bwrap_config())
         .await
         .with_process_cap(cap);
-    // Forks children that wait for stdin's end until a fork fails; `exec` keeps bash out
-    // of the count. In the group: bwrap, its init in the PID namespace and python.
-    let script = "import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            \
-                  time.sleep(30)\n            os._exit(0)\n        n += 1\nexcept OSError as e:\n    \
-                  print(f'forked {n}, then errno {e.errno}')";
-    let command = format!("exec python3 -c \"{script}\"");
+    // In the group: bwrap, its init in the PID namespace and python.
+    let command = fork_until_refused();
     let (output, elapsed) = call_timed(&tool, &workspace.ctx, json!({ "command": command })).await;
     assert_eq!(output, ok("forked 5, then errno 11\n"));
     assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");

@@ -62,8 +62,12 @@ async fn fork_bombs_fail_without_hurting_the_server() {
     };
     let alive = sandboxed(BashConfig::default(), bwrap_config()).await;
 
-    // The classic one: its shell returns at once, and the PID namespace ends with it.
-    let tool = sandboxed(short(2000), bwrap_config()).await;
+    // The classic one: its shell returns at once, and the PID namespace ends with it. The
+    // call lasts until the kernel has killed and reaped the namespace's processes (up to the
+    // cap, all at idle priority): ~20 ms here, but seconds once other tests load both cores
+    // (a CI run timed out at 2 s). The timeout leaves room for that; the check is that the
+    // shell ends by itself, not by the timeout.
+    let tool = sandboxed(short(10_000), bwrap_config()).await;
     let (output, elapsed) =
         call_timed(&tool, &workspace.ctx, json!({"command": ":(){ :|:& };:"})).await;
     eprintln!("classic fork bomb: {elapsed:?}");
@@ -73,7 +77,7 @@ async fn fork_bombs_fail_without_hurting_the_server() {
         (false, Some(0)),
         "{output:?}"
     );
-    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
     assert_eq!(
         call(&alive, &workspace.ctx, json!({"command": "echo alive"})).await,
         ok("alive\n")

@@ -50,6 +50,11 @@ fn json_rejection(rejection: JsonRejection) -> AppError {
             "unsupported_media_type",
             "send the body as JSON with Content-Type: application/json",
         ),
+        JsonRejection::BytesRejection(error) if timed_out(&error) => AppError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            "the request body stopped arriving; send it whole",
+        ),
         JsonRejection::BytesRejection(error) if error.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             AppError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -59,6 +64,18 @@ fn json_rejection(rejection: JsonRejection) -> AppError {
         }
         other => AppError::bad_request("invalid_json", other.body_text()),
     }
+}
+
+/// Whether reading the body failed because it stalled (`tower_http`'s body timeout).
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if error.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        next = error.source();
+    }
+    false
 }
 
 /// `axum::extract::Query` with [`AppError`] rejections (400 `invalid_query`).

@@ -21,6 +21,7 @@ use axum::middleware;
 use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 pub use error::AppError;
@@ -28,6 +29,11 @@ pub use perimeter::Perimeter;
 
 /// Largest accepted request body, in bytes (1 MiB).
 pub const BODY_LIMIT: usize = 1 << 20;
+
+/// How long a request body may go without sending anything before the request fails with
+/// 408 (30 s): a client that announces a body and never sends it must not hold a
+/// connection and a task forever.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What every handler shares. Cheap to clone.
 #[derive(Clone)]
@@ -45,11 +51,14 @@ pub struct AppState {
     /// How a tool call's process count is capped (`cgroup-v2`, `cgroup-v1`, `rlimit`),
     /// reported by `/healthz`.
     pub process_cap: Arc<str>,
+    /// How long a request body may stall ([`BODY_TIMEOUT`]).
+    pub body_timeout: Duration,
 }
 
 impl AppState {
-    /// State with the default keep-alive interval (15 s), no token, no CORS origins, any
-    /// `Host`, sandbox reported as `none` and the process cap as `rlimit`. Set the fields to change them.
+    /// State with the default keep-alive interval (15 s), body timeout ([`BODY_TIMEOUT`]), no
+    /// token, no CORS origins, any `Host`, sandbox reported as `none` and the process cap as
+    /// `rlimit`. Set the fields to change them.
     pub fn new(engine: Engine, shutdown: CancellationToken) -> Self {
         Self {
             engine,
@@ -58,6 +67,7 @@ impl AppState {
             perimeter: Arc::new(Perimeter::default()),
             sandbox: Arc::from("none"),
             process_cap: Arc::from("rlimit"),
+            body_timeout: BODY_TIMEOUT,
         }
     }
 }
@@ -72,6 +82,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(RequestBodyTimeoutLayer::new(state.body_timeout))
         .layer(middleware::from_fn_with_state(state.clone(), perimeter::require_token))
         .layer(state.perimeter.cors())
         .layer(middleware::from_fn_with_state(state.clone(), perimeter::guard_origin))

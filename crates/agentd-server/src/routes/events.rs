@@ -47,7 +47,7 @@ async fn events(
             .store()
             .load(session_id, after, Some(limit))
             .await?;
-        return Ok(json_page(&page));
+        return Ok(json_page(&page, after));
     }
     let until = if query.follow.unwrap_or(true) {
         StreamUntil::Forever
@@ -82,7 +82,9 @@ fn wants_json(headers: &HeaderMap) -> bool {
 }
 
 /// `{"events":[…],"last_seq":N}` built from the stored JSON without re-serialising it.
-fn json_page(page: &[agentd_store::StoredEvent]) -> Response {
+/// `last_seq` is the cursor for the next page: the page's last seq, or `after` when the page
+/// is empty (so a client polling at the end of the log stays there).
+fn json_page(page: &[agentd_store::StoredEvent], after: u64) -> Response {
     let mut body = String::from("{\"events\":[");
     for (i, event) in page.iter().enumerate() {
         if i > 0 {
@@ -91,7 +93,7 @@ fn json_page(page: &[agentd_store::StoredEvent]) -> Response {
         body.push_str(&event.json);
     }
     body.push_str("],\"last_seq\":");
-    body.push_str(&page.last().map_or(0, |e| e.seq).to_string());
+    body.push_str(&page.last().map_or(after, |e| e.seq).to_string());
     body.push('}');
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }

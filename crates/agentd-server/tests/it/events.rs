@@ -51,6 +51,21 @@ async fn events_page_as_json() {
     let expected: Vec<Value> = live[2..5].iter().map(|s| s.data.clone()).collect();
     assert_eq!(page["events"], json!(expected));
     assert_eq!(page["last_seq"], json!(5));
+
+    // Past the end the page is empty and its cursor stays where it was asked, so a client
+    // polling with `after = last_seq` neither re-reads the log nor skips what comes next.
+    let end = live.len();
+    let page: Value = app
+        .client
+        .get(app.url(&format!("/sessions/{session}/events?after={end}")))
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page, json!({"events": [], "last_seq": end}));
 }
 
 #[tokio::test]

@@ -191,3 +191,42 @@ async fn a_two_mib_body_is_refused_with_413() {
         .unwrap();
     assert_eq!(code(response).await, (413, json!("payload_too_large")));
 }
+
+/// A client that announces a body and never sends it gets a 408 once the body has stalled
+/// for the body timeout, instead of holding the connection forever.
+#[tokio::test]
+async fn a_body_that_never_arrives_is_refused_with_408() {
+    use std::time::{Duration, Instant};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let app = spawn_app_with(
+        Arc::new(tempfile::tempdir().unwrap()),
+        vec![],
+        |state, _| state.body_timeout = Duration::from_millis(300),
+    )
+    .await;
+    let address = app.base.trim_start_matches("http://").to_owned();
+    let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /sessions HTTP/1.1\r\nHost: {address}\r\ncontent-type: application/json\r\n\
+         content-length: 500\r\n\r\n{{\"title\": "
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let mut response = vec![0; 4096];
+    let read = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut response))
+        .await
+        .expect("no response to a stalled body")
+        .unwrap();
+    let response = String::from_utf8_lossy(&response[..read]).into_owned();
+    assert!(response.starts_with("HTTP/1.1 408"), "{response}");
+    assert!(
+        response.contains("\"code\":\"request_timeout\""),
+        "{response}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}

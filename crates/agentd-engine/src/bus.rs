@@ -100,6 +100,12 @@ impl Bus {
         }
     }
 
+    /// Ends every subscription to `session_id` (its session is gone): live feeds see the
+    /// channel close and end.
+    pub fn close(&self, session_id: Uuid) {
+        self.lock().remove(&session_id);
+    }
+
     /// A subscription to every event of `session_id` published from now on.
     pub fn subscribe(&self, session_id: Uuid) -> Subscription {
         let mut channels = self.lock();
@@ -142,6 +148,19 @@ mod tests {
         // An older notification arriving late does not.
         bus.wake(session, 3);
         assert!(!sub.wake.has_changed().unwrap());
+    }
+
+    #[test]
+    fn closing_a_session_ends_its_subscriptions() {
+        let bus = Bus::new(16);
+        let session = Uuid::new_v4();
+        let mut sub = bus.subscribe(session);
+        bus.close(session);
+        assert!(matches!(
+            sub.events.try_recv(),
+            Err(broadcast::error::TryRecvError::Closed)
+        ));
+        assert!(sub.wake.has_changed().is_err());
     }
 
     #[test]

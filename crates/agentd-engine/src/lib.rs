@@ -163,7 +163,8 @@ impl Engine {
         Ok(self.inner.store.create_session(new).await?)
     }
 
-    /// Stops the session's running turn (if any), then deletes its events and workspace.
+    /// Stops the session's running turn (if any), then deletes its events and workspace and
+    /// ends its live streams in this process.
     /// Errors: [`Error::Store`] (`SessionNotFound`), [`Error::Workspace`].
     pub async fn delete_session(&self, session_id: Uuid) -> Result<()> {
         let session = self.inner.store.session(session_id).await?;
@@ -171,6 +172,7 @@ impl Engine {
             self.stop_and_wait(turn_id, TurnEndKind::Cancelled).await;
         }
         self.inner.store.delete_session(session_id).await?;
+        self.inner.bus.close(session_id);
         self.inner.conversations.forget(session_id);
         self.inner.workspaces.remove(session_id).await?;
         Ok(())

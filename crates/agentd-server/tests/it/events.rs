@@ -179,3 +179,45 @@ async fn the_turn_stream_of_an_idempotent_repeat_replays_that_turn() {
     assert_eq!(first, again);
     assert_eq!(first.last().unwrap().event, "turn/end");
 }
+
+#[tokio::test]
+async fn a_follower_of_a_deleted_session_sees_its_stream_end() {
+    let app = spawn_app(vec![
+        Reply::tool_call("call_1", "bash", json!({"command": "sleep 30"})),
+        Reply::text("never"),
+    ])
+    .await;
+    let session = app.create_session(json!({})).await;
+    let response = app
+        .client
+        .get(app.url(&format!("/sessions/{session}/events")))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let follower = tokio::spawn(collect(response));
+    app.post_json(
+        &format!("/sessions/{session}/turns"),
+        &json!({"content": "go"}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let deleted = app
+        .client
+        .delete(app.url(&format!("/sessions/{session}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    // The stream carries the turn's end, then closes (`collect` fails the test after 30 s).
+    let seen = tokio::time::timeout(Duration::from_secs(5), follower)
+        .await
+        .expect("the follower's stream stayed open after the session was deleted")
+        .unwrap();
+    assert_eq!(seen.last().map(|s| s.event.as_str()), Some("turn/end"));
+    assert_eq!(
+        seen.last().unwrap().data["data"]["kind"],
+        json!("cancelled")
+    );
+}

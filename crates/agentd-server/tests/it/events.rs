@@ -38,16 +38,9 @@ async fn events_page_as_json() {
     let app = spawn_app(two_step_script()).await;
     let session = app.create_session(json!({})).await;
     let live = app.run_turn(&session, "say hi").await;
-    let page: Value = app
-        .client
-        .get(app.url(&format!("/sessions/{session}/events?after=2&limit=3")))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let page = app
+        .get_json(&format!("/sessions/{session}/events?after=2&limit=3"))
+        .await;
     let expected: Vec<Value> = live[2..5].iter().map(|s| s.data.clone()).collect();
     assert_eq!(page["events"], json!(expected));
     assert_eq!(page["last_seq"], json!(5));
@@ -55,16 +48,9 @@ async fn events_page_as_json() {
     // Past the end the page is empty and its cursor stays where it was asked, so a client
     // polling with `after = last_seq` neither re-reads the log nor skips what comes next.
     let end = live.len();
-    let page: Value = app
-        .client
-        .get(app.url(&format!("/sessions/{session}/events?after={end}")))
-        .header("accept", "application/json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let page = app
+        .get_json(&format!("/sessions/{session}/events?after={end}"))
+        .await;
     assert_eq!(page, json!({"events": [], "last_seq": end}));
 }
 

@@ -123,9 +123,16 @@ impl TestApp {
         self.dir.clone()
     }
 
-    /// `GET path` and its JSON body, whatever the status.
+    /// `GET path` asking for JSON (`accept: application/json`, which `/events` needs to
+    /// answer with a page) and its JSON body, whatever the status.
     pub async fn get_json(&self, path: &str) -> Value {
-        let response = self.client.get(self.url(path)).send().await.unwrap();
+        let response = self
+            .client
+            .get(self.url(path))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap();
         response.json().await.unwrap()
     }
 

@@ -8,7 +8,7 @@ use futures_util::future::join_all;
 use pretty_assertions::assert_eq;
 use uuid::Uuid;
 
-use super::{LEASE, TurnEndKind, all_events, end, new_session, text};
+use super::{LEASE, TurnEndKind, all_events, end, new_session, seqs, text};
 
 pub async fn concurrent_begins_start_exactly_one_turn(store: &dyn EventStore) {
     let session_id = new_session(store).await;
@@ -62,11 +62,7 @@ pub async fn two_writers_never_interleave_or_gap(a: &dyn EventStore, b: &dyn Eve
     for result in join_all(appends).await {
         result.unwrap();
     }
-    let seqs: Vec<u64> = all_events(a, session_id)
-        .await
-        .iter()
-        .map(|e| e.0)
-        .collect();
+    let seqs = seqs(a, session_id).await;
     assert_eq!(seqs, (1..=41).collect::<Vec<_>>());
 }
 
@@ -135,11 +131,7 @@ pub async fn refused_writes_leave_concurrent_ones_whole(store: &dyn EventStore) 
         }
     }
     for (session_id, _) in turns {
-        let seqs: Vec<u64> = all_events(store, session_id)
-            .await
-            .iter()
-            .map(|e| e.0)
-            .collect();
+        let seqs = seqs(store, session_id).await;
         // The user/message, then 8 accepted appends of 2 events each.
         assert_eq!(seqs, (1..=17).collect::<Vec<_>>());
     }

@@ -86,6 +86,15 @@ pub async fn session_with_finished_turn(store: &dyn EventStore) -> Uuid {
     session_id
 }
 
+/// The seqs of every stored event of `session_id`, in order.
+pub async fn seqs(store: &dyn EventStore, session_id: Uuid) -> Vec<u64> {
+    all_events(store, session_id)
+        .await
+        .iter()
+        .map(|e| e.0)
+        .collect()
+}
+
 /// (seq, type, json) of every event of the session.
 pub async fn all_events(store: &dyn EventStore, session_id: Uuid) -> Vec<(u64, String, String)> {
     store
@@ -159,11 +168,7 @@ pub async fn seq_rises_by_one_per_event_without_gaps(store: &dyn EventStore) {
             .await
             .unwrap();
     }
-    let seqs: Vec<u64> = all_events(store, session_id)
-        .await
-        .iter()
-        .map(|e| e.0)
-        .collect();
+    let seqs = seqs(store, session_id).await;
     // Per turn: user/message, 0+1+2+3+4 chunks, turn/end.
     let expected: Vec<u64> = (1..=3 * 12).collect();
     assert_eq!(seqs, expected);

@@ -70,9 +70,11 @@ impl Launchers {
         let _ = self.helper.set(helper);
     }
 
-    /// Whether calls get parked launchers.
-    pub(crate) fn enabled(&self) -> bool {
-        self.helper.get().is_some() && !self.broken.load(Ordering::Relaxed)
+    /// The helper executable, while calls get launchers (enabled, and none failed to start).
+    fn helper(&self) -> Option<&PathBuf> {
+        self.helper
+            .get()
+            .filter(|_| !self.broken.load(Ordering::Relaxed))
     }
 
     /// A ready launcher under `rlimits`, if there is one.
@@ -90,7 +92,7 @@ impl Launchers {
         cap: &ProcessCap,
         rlimits: ResourceLimits,
     ) -> Option<Parked> {
-        let helper = self.helper.get().filter(|_| self.enabled())?;
+        let helper = self.helper()?;
         match Parked::start(cap, helper, rlimits).await {
             Ok(parked) => Some(parked),
             Err(error) => {
@@ -103,7 +105,7 @@ impl Launchers {
     /// Starts launchers under `rlimits` in the background until [`POOL`] are ready or
     /// starting. Needs a tokio runtime.
     pub(crate) fn refill(&self, cap: &ProcessCap, rlimits: ResourceLimits) {
-        let Some(helper) = self.helper.get().filter(|_| self.enabled()) else {
+        let Some(helper) = self.helper() else {
             return;
         };
         let missing = {
